@@ -1,0 +1,562 @@
+"""``CueMap``: the deterministic memory store and its recall API.
+
+Example:
+    >>> from cuemap_integrations import CueMap
+    >>> with CueMap() as cm:
+    ...     _ = cm.add("The API uses port 8001", type="convention", memory_id="port")
+    ...     _ = cm.add("Never change the DB schema without a backup", type="convention")
+    ...     [hit.memory_id for hit in cm.recall("which port does the api use?")]
+    ['port']
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from .aliases import AliasTable
+from .config import RecallConfig
+from .errors import DuplicateIdError, NotFoundError, ValidationError
+from .index import NamespaceIndex
+from .ranking import Filters, plan_query, rank
+from .records import (
+    CueOrigin,
+    JSONValue,
+    MemoryRecord,
+    MemoryType,
+    coerce_timestamp,
+    validate_namespace,
+)
+from .results import RecallResult
+from .store import SQLiteStore
+from .text import content_terms, derive_cues, normalize
+
+if TYPE_CHECKING:
+    from .session import RecallSession
+
+__all__ = ["CueMap"]
+
+logger = logging.getLogger("cuemap_integrations")
+
+Clock = Callable[[], datetime]
+_ACCESS_FLUSH_EVERY = 256  # recall access stats are written in batches: they are statistics
+_UPDATABLE = ("content", "cues", "tags", "type", "source", "metadata", "expires_at")
+
+
+def _utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _normalized_list(values: Iterable[str] | None, field_name: str) -> tuple[str, ...]:
+    if values is None:
+        return ()
+    if isinstance(values, str):
+        raise ValidationError(field_name, values, "a list of strings, not one string")
+    out: dict[str, None] = {}
+    for value in values:
+        if not isinstance(value, str):
+            raise ValidationError(field_name, value, f"every {field_name[:-1]} must be a string")
+        norm = normalize(value)
+        if not norm:
+            raise ValidationError(field_name, value, f"every {field_name[:-1]} must be non-empty")
+        out[norm] = None
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class StoreStats:
+    """Counts describing a store (``CueMap.stats()``)."""
+
+    path: str
+    schema_version: int
+    memories: int
+    namespaces: Mapping[str, int]
+    types: Mapping[str, int]
+    distinct_cues: int
+    distinct_terms: int
+    sessions: int
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain JSON-safe data."""
+        return {
+            "path": self.path,
+            "schema_version": self.schema_version,
+            "memories": self.memories,
+            "namespaces": dict(self.namespaces),
+            "types": dict(self.types),
+            "distinct_cues": self.distinct_cues,
+            "distinct_terms": self.distinct_terms,
+            "sessions": self.sessions,
+        }
+
+
+class CueMap:
+    """A deterministic, explainable memory store with cue-based recall.
+
+    Args:
+        path: ``":memory:"`` (default) or a SQLite file path, created owner-only if missing.
+        config: a :class:`RecallConfig`, a dict of its options, or None for the defaults.
+        clock: returns "now" as an aware datetime (tests and replays pass a fixed clock).
+        durable: fsync every commit (see :class:`SQLiteStore`).
+
+    Raises:
+        StoreError: the store cannot be opened.
+        ConfigError: an unknown or out-of-range configuration option.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] = ":memory:",
+        *,
+        config: RecallConfig | Mapping[str, Any] | None = None,
+        clock: Clock = _utc_now,
+        durable: bool = True,
+    ) -> None:
+        self.config = (
+            config if isinstance(config, RecallConfig) else RecallConfig.from_dict(config or {})
+        )
+        self.aliases = AliasTable(self.config.aliases)
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._store = SQLiteStore(path, durable=durable)
+        self._records: dict[int, MemoryRecord] = {}
+        self._seq_of: dict[tuple[str, str], int] = {}
+        self._indexes: dict[str, NamespaceIndex] = {}
+        self._access: dict[int, tuple[int, datetime]] = {}
+        for seq, record in self._store.load():
+            self._index(seq, record)
+
+    # ----------------------------------------------------------------- lifecycle
+    @property
+    def path(self) -> str:
+        """The store's path (``":memory:"`` for an in-process store)."""
+        return self._store.path
+
+    def now(self) -> datetime:
+        """The current time from this store's clock, validated as aware UTC."""
+        return coerce_timestamp(self._clock(), "clock()")
+
+    def close(self) -> None:
+        """Write pending access statistics and close the store (idempotent)."""
+        with self._lock:
+            if self._store is not None:
+                self._flush_access()
+                self._store.close()
+
+    def __enter__(self) -> CueMap:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ----------------------------------------------------------------- indexing
+    def _index_keys(self, record: MemoryRecord) -> tuple[list[str], list[str], list[str]]:
+        text = normalize(record.content)
+        cues = self.aliases.expand([*record.cues, *self.aliases.find(text)])
+        return cues, list(record.tags), content_terms(text)
+
+    def _index(self, seq: int, record: MemoryRecord) -> None:
+        cues, tags, terms = self._index_keys(record)
+        self._indexes.setdefault(record.namespace, NamespaceIndex()).add(seq, cues, tags, terms)
+        self._records[seq] = record
+        self._seq_of[(record.namespace, record.memory_id)] = seq
+
+    def _unindex(self, seq: int) -> MemoryRecord:
+        record = self._records.pop(seq)
+        del self._seq_of[(record.namespace, record.memory_id)]
+        index = self._indexes[record.namespace]
+        index.remove(seq)
+        if not len(index):
+            del self._indexes[record.namespace]
+        self._access.pop(seq, None)
+        return record
+
+    # ----------------------------------------------------------------- writing
+    def _new_id(self, namespace: str, content: str, taken: set[str]) -> str:
+        """A stable id from the content (same operations, same ids), suffixed if already used."""
+        base = "m-" + hashlib.sha256(f"{namespace}\x00{content}".encode()).hexdigest()[:12]
+        candidate, n = base, 1
+        while (namespace, candidate) in self._seq_of or candidate in taken:
+            n += 1
+            candidate = f"{base}-{n}"
+        return candidate
+
+    def _build(self, content: str, options: Mapping[str, Any], taken: set[str]) -> MemoryRecord:
+        unknown = set(options) - _ADD_OPTIONS
+        if unknown:
+            name = sorted(unknown)[0]
+            raise ValidationError(
+                "add option", name, f"choose from {', '.join(sorted(_ADD_OPTIONS))}"
+            )
+        if isinstance(content, str) and len(content) > self.config.max_content_chars:
+            raise ValidationError(
+                "content", content[:40], f"at most {self.config.max_content_chars} characters"
+            )
+        namespace = validate_namespace(options.get("namespace", "default"))
+        now = self.now()
+        cues = _normalized_list(options.get("cues"), "cues")
+        origin: CueOrigin = "given" if cues else "derived"
+        if not cues and isinstance(content, str) and content.strip():
+            cues = tuple(derive_cues(content))
+        memory_id = options.get("memory_id")
+        if memory_id is None and isinstance(content, str):
+            memory_id = self._new_id(namespace, content, taken)
+        created = options.get("created_at") or now
+        return MemoryRecord(
+            memory_id=memory_id,
+            content=content,
+            cues=cues,
+            tags=_normalized_list(options.get("tags"), "tags"),
+            type=options.get("type", MemoryType.NOTE),
+            source=options.get("source"),
+            namespace=namespace,
+            created_at=created,
+            updated_at=options.get("updated_at") or created,
+            expires_at=options.get("expires_at"),
+            supersedes=options.get("supersedes"),
+            metadata=options.get("metadata") or {},
+            cue_origin=origin,
+        )
+
+    def _check_new(self, records: Sequence[MemoryRecord]) -> None:
+        seen: set[tuple[str, str]] = set()
+        for record in records:
+            key = (record.namespace, record.memory_id)
+            if key in self._seq_of or key in seen:
+                raise DuplicateIdError(record.memory_id, record.namespace)
+            seen.add(key)
+
+    def add(self, content: str, **options: Any) -> MemoryRecord:
+        """Store one memory and return it as stored (with its id, cues and timestamps).
+
+        Args:
+            content: the text to remember (non-empty).
+            **options: ``memory_id``, ``cues``, ``tags``, ``type``, ``source``, ``namespace``,
+                ``created_at``, ``updated_at``, ``expires_at``, ``supersedes``, ``metadata``.
+
+        Raises:
+            ValidationError: a field is invalid (the message names it); nothing is stored.
+            DuplicateIdError: ``memory_id`` is already used in the namespace.
+        """
+        return self.add_many([{"content": content, **options}])[0]
+
+    def add_many(self, items: Iterable[Mapping[str, Any] | MemoryRecord]) -> list[MemoryRecord]:
+        """Store many memories in one transaction: all are stored, or (on any error) none.
+
+        Each item is a mapping of :meth:`add`'s arguments (``content`` plus options) or a ready
+        :class:`MemoryRecord` (stored as given, e.g. from an export).
+        """
+        with self._lock:
+            records = self._prepare(items)
+            self._check_new(records)
+            replaced = self._supersede_targets(records)
+            with self._store.atomic():
+                seqs = self._store.insert_many(records)
+                for seq, old in replaced:
+                    self._store.replace(seq, old)
+            for seq, old in replaced:
+                self._unindex(seq)
+                self._index(seq, old)
+            for seq, record in zip(seqs, records, strict=True):
+                self._index(seq, record)
+        logger.debug("stored %d memories", len(records))
+        return records
+
+    def _supersede_targets(self, records: Sequence[MemoryRecord]) -> list[tuple[int, MemoryRecord]]:
+        """The existing memories that ``records`` supersede, with ``superseded_by`` set."""
+        out: list[tuple[int, MemoryRecord]] = []
+        for record in records:
+            if record.supersedes is None:
+                continue
+            seq = self._seq_of.get((record.namespace, record.supersedes))
+            if seq is None:
+                raise ValidationError(
+                    "supersedes", record.supersedes, f"the id of a memory in {record.namespace!r}"
+                )
+            out.append((seq, self._current(seq).evolve(superseded_by=record.memory_id)))
+        return out
+
+    def _prepare(self, items: Iterable[Mapping[str, Any] | MemoryRecord]) -> list[MemoryRecord]:
+        records: list[MemoryRecord] = []
+        taken: set[str] = set()
+        for position, item in enumerate(items):
+            if isinstance(item, MemoryRecord):
+                record = item
+            elif isinstance(item, Mapping):
+                options = dict(item)
+                if "content" not in options:
+                    raise ValidationError(f"items[{position}].content", None, "non-empty text")
+                record = self._build(options.pop("content"), options, taken)
+            else:
+                raise ValidationError(f"items[{position}]", item, "a mapping or a MemoryRecord")
+            taken.add(record.memory_id)
+            records.append(record)
+        return records
+
+    def get(self, memory_id: str, *, namespace: str = "default") -> MemoryRecord:
+        """The memory with this id, with up-to-date access statistics.
+
+        Raises:
+            NotFoundError: no such memory in the namespace.
+        """
+        with self._lock:
+            seq = self._seq(memory_id, namespace)
+            return self._current(seq)
+
+    def _seq(self, memory_id: str, namespace: str) -> int:
+        seq = self._seq_of.get((namespace, memory_id))
+        if seq is None:
+            raise NotFoundError(memory_id, namespace)
+        return seq
+
+    def _current(self, seq: int) -> MemoryRecord:
+        record = self._records[seq]
+        if seq in self._access:
+            count, when = self._access[seq]
+            record = record.evolve(access_count=count, last_accessed=when)
+        return record
+
+    def update(self, memory_id: str, *, namespace: str = "default", **changes: Any) -> MemoryRecord:
+        """Change some fields of a memory; return the new version.
+
+        Derived cues are derived again when the content changes; given cues are kept unless
+        ``cues`` is passed. Updatable: ``content``, ``cues``, ``tags``, ``type``, ``source``,
+        ``metadata``, ``expires_at``.
+
+        Raises:
+            NotFoundError: no such memory. ValidationError: a bad field; nothing changes.
+        """
+        for key in changes:
+            if key not in _UPDATABLE:
+                raise ValidationError("update field", key, f"choose from {', '.join(_UPDATABLE)}")
+        with self._lock:
+            seq = self._seq(memory_id, namespace)
+            record = self._evolved(self._current(seq), changes)
+            self._store.replace(seq, record)
+            self._unindex(seq)
+            self._index(seq, record)
+            return record
+
+    def _evolved(self, old: MemoryRecord, changes: dict[str, Any]) -> MemoryRecord:
+        if "cues" in changes:
+            cues = _normalized_list(changes["cues"], "cues")
+            changes["cues"], changes["cue_origin"] = cues, "given" if cues else "derived"
+        if "tags" in changes:
+            changes["tags"] = _normalized_list(changes["tags"], "tags")
+        new = old.evolve(**changes, updated_at=self.now())
+        if new.cue_origin == "derived" and (not new.cues or new.content != old.content):
+            new = new.evolve(cues=tuple(derive_cues(new.content)))
+        return new
+
+    def delete(self, memory_id: str, *, namespace: str = "default") -> MemoryRecord:
+        """Delete a memory and every index entry it had; return what was deleted.
+
+        Raises:
+            NotFoundError: no such memory in the namespace.
+        """
+        with self._lock:
+            seq = self._seq(memory_id, namespace)
+            record = self._current(seq)
+            self._store.delete([seq])
+            self._unindex(seq)
+            return record
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def __contains__(self, item: object) -> bool:
+        if isinstance(item, tuple) and len(item) == 2:
+            return item in self._seq_of
+        return ("default", item) in self._seq_of
+
+    def memories(self, *, namespace: str | None = None) -> list[MemoryRecord]:
+        """Every stored memory (of one namespace, or all), in insertion order."""
+        with self._lock:
+            return [
+                self._current(seq)
+                for seq, r in self._records.items()
+                if namespace is None or r.namespace == namespace
+            ]
+
+    def namespaces(self) -> list[str]:
+        """The namespaces that hold at least one memory, sorted."""
+        with self._lock:
+            return sorted(self._indexes)
+
+    # ----------------------------------------------------------------- recall
+    def recall(
+        self,
+        query: str,
+        *,
+        k: int = 5,
+        namespace: str = "default",
+        types: Iterable[MemoryType | str] | None = None,
+        sources: Iterable[str] | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        extra_cues: Sequence[str] = (),
+        min_score: float | None = None,
+        include_expired: bool = False,
+        include_superseded: bool = False,
+        explain: bool = False,
+    ) -> RecallResult:
+        """The ``k`` best memories for ``query``, best first.
+
+        Args:
+            query: free text in any language; its cues are found by rule (no model).
+            k: how many hits at most (>= 1).
+            namespace: only this namespace is searched.
+            types / sources: keep only memories of these types / sources.
+            since / until: keep only memories created in this (inclusive) time range.
+            extra_cues: cues to add to the ones found in the query (weighted as explicit).
+            min_score: drop hits scoring below this.
+            include_expired / include_superseded: also return those (hidden by default).
+            explain: attach the query trace (``result.trace``); each hit's breakdown is always set.
+
+        Raises:
+            ValidationError: a bad argument (the message names it).
+        """
+        return self._recall(
+            query, k=k, namespace=namespace, extra_cues=extra_cues, min_score=min_score,
+            explain=explain,
+            filters=Filters.build(
+                types=types, sources=sources, since=since, until=until,
+                include_expired=include_expired, include_superseded=include_superseded,
+            ),
+        )  # fmt: skip
+
+    def _recall(
+        self,
+        query: str,
+        *,
+        k: int,
+        namespace: str,
+        filters: Filters,
+        extra_cues: Sequence[str] = (),
+        min_score: float | None = None,
+        explain: bool = False,
+        expanded: Sequence[tuple[str, float]] = (),
+        exclude: frozenset[str] = frozenset(),
+    ) -> RecallResult:
+        _check_recall_args(query, k, min_score, extra_cues)
+        namespace = validate_namespace(namespace)
+        with self._lock:
+            index = self._indexes.get(namespace) or NamespaceIndex()
+            now = self.now()
+            plan = plan_query(query, index, self.aliases, extra_cues=extra_cues, expanded=expanded)
+            counts = {seq: count for seq, (count, _) in self._access.items()}
+            hits, trace = rank(
+                index, self._records, counts, plan, self.config,
+                k=k, filters=filters, now=now, min_score=min_score, exclude=exclude,
+            )  # fmt: skip
+            self._touch([self._seq_of[(namespace, h.memory_id)] for h in hits], now)
+        logger.debug("recall trace: %s", trace.as_dict())
+        return RecallResult(tuple(hits), trace if explain else None)
+
+    def _touch(self, seqs: Sequence[int], now: datetime) -> None:
+        """Count the access after ranking, so it can never change the ranking that caused it."""
+        if not self.config.track_access:
+            return
+        for seq in seqs:
+            count, _ = self._access.get(seq, (self._records[seq].access_count, now))
+            self._access[seq] = (count + 1, now)
+        if len(self._access) >= _ACCESS_FLUSH_EVERY:
+            self._flush_access()
+
+    def _flush_access(self) -> None:
+        if not self._access:
+            return
+        self._store.write_access([(seq, c, when) for seq, (c, when) in self._access.items()])
+        for seq, (count, when) in self._access.items():
+            self._records[seq] = self._records[seq].evolve(access_count=count, last_accessed=when)
+        self._access.clear()
+
+    def session(
+        self, session_id: str, *, namespace: str = "default", skip_shown: bool = False
+    ) -> RecallSession:
+        """A continuous-recall session (created, or resumed from the store)."""
+        from .session import RecallSession
+
+        return RecallSession(self, session_id, namespace=namespace, skip_shown=skip_shown)
+
+    # ----------------------------------------------------------------- async twins
+    async def arecall(self, query: str, **kwargs: Any) -> RecallResult:
+        """:meth:`recall` without blocking the event loop (runs in a worker thread)."""
+        return await asyncio.to_thread(lambda: self.recall(query, **kwargs))
+
+    async def aadd(self, content: str, **options: Any) -> MemoryRecord:
+        """:meth:`add` without blocking the event loop."""
+        return await asyncio.to_thread(lambda: self.add(content, **options))
+
+    async def aadd_many(
+        self, items: Iterable[Mapping[str, Any] | MemoryRecord]
+    ) -> list[MemoryRecord]:
+        """:meth:`add_many` without blocking the event loop."""
+        items = list(items)
+        return await asyncio.to_thread(lambda: self.add_many(items))
+
+    # ----------------------------------------------------------------- reporting
+    def stats(self) -> StoreStats:
+        """Counts per namespace and type, index sizes, sessions."""
+        with self._lock:
+            namespaces: dict[str, int] = {}
+            types: dict[str, int] = {}
+            for record in self._records.values():
+                namespaces[record.namespace] = namespaces.get(record.namespace, 0) + 1
+                types[record.type.value] = types.get(record.type.value, 0) + 1
+            return StoreStats(
+                path=self.path,
+                schema_version=self._store.schema_version,
+                memories=len(self._records),
+                namespaces=dict(sorted(namespaces.items())),
+                types=dict(sorted(types.items())),
+                distinct_cues=sum(len(ix.cues) for ix in self._indexes.values()),
+                distinct_terms=sum(len(ix.terms) for ix in self._indexes.values()),
+                sessions=self._store.count_sessions(),
+            )
+
+    # session state lives in the store so a session survives a restart
+    def _load_session(self, namespace: str, session_id: str) -> dict[str, JSONValue] | None:
+        with self._lock:
+            return self._store.get_session(namespace, session_id)
+
+    def _save_session(self, namespace: str, session_id: str, state: dict[str, JSONValue]) -> None:
+        with self._lock:
+            self._store.put_session(namespace, session_id, state, self.now())
+
+    def _drop_session(self, namespace: str, session_id: str) -> None:
+        with self._lock:
+            self._store.delete_session(namespace, session_id)
+
+    def _indexed_cues(self, namespace: str, memory_id: str) -> tuple[str, ...]:
+        seq = self._seq_of.get((namespace, memory_id))
+        if seq is None:
+            return ()
+        doc = self._indexes[namespace].docs[seq]
+        return doc.cues + doc.tags
+
+
+_ADD_OPTIONS = frozenset(
+    {"memory_id", "cues", "tags", "type", "source", "namespace", "created_at", "updated_at",
+     "expires_at", "supersedes", "metadata"}
+)  # fmt: skip
+
+
+def _check_recall_args(query: object, k: object, min_score: object, extra_cues: object) -> None:
+    if not isinstance(query, str):
+        raise ValidationError("query", query, "a string")
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 10_000:
+        raise ValidationError("k", k, "an integer from 1 to 10000")
+    if min_score is not None and (
+        isinstance(min_score, bool) or not isinstance(min_score, (int, float))
+    ):
+        raise ValidationError("min_score", min_score, "a number or None")
+    if isinstance(extra_cues, str):
+        raise ValidationError("extra_cues", extra_cues, "a list of strings, not one string")

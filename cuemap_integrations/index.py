@@ -1,0 +1,98 @@
+"""The in-memory inverted index of one namespace: cue, tag and term postings.
+
+Postings map a key to the sequence numbers of the memories that carry it (dicts, so iteration is
+in insertion order). What was indexed for each memory is kept, so removing a memory removes every
+posting, lexicon entry and statistic it contributed: nothing refers to a deleted memory afterwards.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .text import CueLexicon
+
+__all__ = ["IndexedDoc", "NamespaceIndex"]
+
+
+@dataclass(frozen=True)
+class IndexedDoc:
+    """Exactly what one memory put into the index (kept for removal and explanations)."""
+
+    cues: tuple[str, ...]
+    tags: tuple[str, ...]
+    terms: tuple[tuple[str, int], ...]
+    length: int
+
+
+class NamespaceIndex:
+    """Postings and statistics for the memories of one namespace."""
+
+    def __init__(self) -> None:
+        self.cues: dict[str, dict[int, None]] = {}
+        self.tags: dict[str, dict[int, None]] = {}
+        self.terms: dict[str, dict[int, int]] = {}
+        self.docs: dict[int, IndexedDoc] = {}
+        self.total_length = 0
+        self.cue_lexicon = CueLexicon()
+        self.tag_lexicon = CueLexicon()
+
+    def __len__(self) -> int:
+        return len(self.docs)
+
+    @property
+    def avg_length(self) -> float:
+        """Mean content length in terms (BM25's ``avgdl``)."""
+        return self.total_length / len(self.docs) if self.docs else 0.0
+
+    def add(self, seq: int, cues: Iterable[str], tags: Iterable[str], terms: Iterable[str]) -> None:
+        """Index memory ``seq`` (replacing what it had indexed before, if anything)."""
+        if seq in self.docs:
+            self.remove(seq)
+        counts = Counter(terms)
+        doc = IndexedDoc(
+            tuple(dict.fromkeys(cues)),
+            tuple(dict.fromkeys(tags)),
+            tuple(counts.items()),
+            sum(counts.values()),
+        )
+        self.docs[seq] = doc
+        self.total_length += doc.length
+        _post(self.cues, self.cue_lexicon, doc.cues, seq)
+        _post(self.tags, self.tag_lexicon, doc.tags, seq)
+        for term, tf in doc.terms:
+            self.terms.setdefault(term, {})[seq] = tf
+
+    def remove(self, seq: int) -> None:
+        """Remove every trace of memory ``seq``; unknown ``seq`` is a no-op."""
+        doc = self.docs.pop(seq, None)
+        if doc is None:
+            return
+        self.total_length -= doc.length
+        _unpost(self.cues, self.cue_lexicon, doc.cues, seq)
+        _unpost(self.tags, self.tag_lexicon, doc.tags, seq)
+        for term, _ in doc.terms:
+            postings = self.terms[term]
+            del postings[seq]
+            if not postings:
+                del self.terms[term]
+
+
+def _post(
+    postings: dict[str, dict[int, None]], lexicon: CueLexicon, keys: tuple[str, ...], seq: int
+) -> None:
+    for key in keys:
+        postings.setdefault(key, {})[seq] = None
+        lexicon.add(key)
+
+
+def _unpost(
+    postings: dict[str, dict[int, None]], lexicon: CueLexicon, keys: tuple[str, ...], seq: int
+) -> None:
+    for key in keys:
+        bucket = postings[key]
+        del bucket[seq]
+        lexicon.discard(key)
+        if not bucket:
+            del postings[key]

@@ -1,0 +1,316 @@
+"""Reading a query into cues and terms, and ranking one namespace's memories for it.
+
+Everything here is a pure function of (index, records, plan, config, now): no clock, no I/O, no
+iteration over sets. Ties break on the memory's sequence number (insertion order), so the same
+store and query give the same ranking under any ``PYTHONHASHSEED``.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from .aliases import AliasTable
+from .config import RecallConfig
+from .errors import ValidationError
+from .index import NamespaceIndex
+from .records import MemoryRecord, MemoryType, coerce_timestamp
+from .results import Hit, RecallTrace, ScoreBreakdown
+from .scoring import Features, bm25_idf, bm25_term, combine
+from .text import content_terms, normalize, query_units
+
+__all__ = ["Filters", "QueryPlan", "plan_query", "rank"]
+
+_SECONDS_PER_DAY = 86400.0
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Which memories may be returned. Built by :meth:`build` from the public keyword arguments."""
+
+    types: frozenset[MemoryType] | None = None
+    sources: frozenset[str] | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    include_expired: bool = False
+    include_superseded: bool = False
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        types: Iterable[MemoryType | str] | None = None,
+        sources: Iterable[str] | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        include_expired: bool = False,
+        include_superseded: bool = False,
+    ) -> Filters:
+        """Validate the public filter arguments (a bad one raises ValidationError)."""
+        if isinstance(types, (str, MemoryType)):
+            types = [types]
+        if isinstance(sources, str):
+            sources = [sources]
+        return cls(
+            types=None
+            if types is None
+            else frozenset(MemoryType.coerce(t, "types") for t in types),
+            sources=None if sources is None else frozenset(_check_source(s) for s in sources),
+            since=None if since is None else coerce_timestamp(since, "since"),
+            until=None if until is None else coerce_timestamp(until, "until"),
+            include_expired=include_expired,
+            include_superseded=include_superseded,
+        )
+
+    def admits(self, record: MemoryRecord, now: datetime) -> bool:
+        """True when ``record`` passes every filter at time ``now``."""
+        if self.types is not None and record.type not in self.types:
+            return False
+        if self.sources is not None and record.source not in self.sources:
+            return False
+        if self.since is not None and record.created_at < self.since:
+            return False
+        if self.until is not None and record.created_at > self.until:
+            return False
+        if not self.include_expired and record.is_expired(now):
+            return False
+        return self.include_superseded or record.superseded_by is None
+
+
+def _check_source(source: object) -> str:
+    if not isinstance(source, str):
+        raise ValidationError("sources", source, "strings")
+    return source
+
+
+@dataclass(frozen=True)
+class QueryPlan:
+    """A query read by rule: explicit cues, carried-over cues, tag matches and content terms.
+
+    ``cues`` holds concepts: each is a tuple of equivalent cue strings (an alias group, or cues
+    with the same stem such as ``order``/``orders``) that counts once, however many of its
+    members a memory carries.
+    """
+
+    @property
+    def flat_cues(self) -> tuple[str, ...]:
+        """Every explicit cue string, concept by concept."""
+        return tuple(cue for group in self.cues for cue in group)
+
+    query: str
+    normalized: str
+    cues: tuple[tuple[str, ...], ...]
+    expanded: tuple[tuple[str, float], ...]
+    expanded_concepts: tuple[tuple[tuple[str, ...], float], ...]
+    tags: tuple[str, ...]
+    terms: tuple[str, ...]
+
+
+def plan_query(
+    query: str,
+    index: NamespaceIndex,
+    aliases: AliasTable,
+    *,
+    extra_cues: Sequence[str] = (),
+    expanded: Sequence[tuple[str, float]] = (),
+) -> QueryPlan:
+    """Find the query's cues by rule: lexicon matches, alias equivalents, and ``extra_cues``."""
+    normalized = normalize(query)
+    found = index.cue_lexicon.match(normalized) + aliases.find(normalized)
+    found += [normalize(c) for c in extra_cues if normalize(c)]
+    concepts = _concepts(found, aliases)
+    explicit = {cue for group in concepts for cue in group}
+    carried = tuple((cue, w) for cue, w in expanded if cue not in explicit)
+    return QueryPlan(
+        query=query,
+        normalized=normalized,
+        cues=concepts,
+        expanded=carried,
+        expanded_concepts=_weighted_concepts(carried, aliases),
+        tags=tuple(index.tag_lexicon.match(normalized)),
+        terms=tuple(dict.fromkeys(content_terms(normalized))),
+    )
+
+
+def _concept_key(cue: str, aliases: AliasTable) -> tuple[object, tuple[str, ...]]:
+    group = aliases.group_of(cue)
+    if group is not None:
+        return ("alias", group), aliases.members(group)
+    return ("stem", *query_units(cue)), (cue,)
+
+
+def _concepts(found: Iterable[str], aliases: AliasTable) -> tuple[tuple[str, ...], ...]:
+    """Group cues that mean the same thing: one alias group, or one stem key."""
+    groups: dict[object, dict[str, None]] = {}
+    for cue in found:
+        key, members = _concept_key(cue, aliases)
+        groups.setdefault(key, {}).update(dict.fromkeys((cue, *members)))
+    return tuple(tuple(members) for members in groups.values())
+
+
+def _weighted_concepts(
+    carried: Iterable[tuple[str, float]], aliases: AliasTable
+) -> tuple[tuple[tuple[str, ...], float], ...]:
+    """Carried cues grouped like explicit ones; a concept keeps its members' highest weight."""
+    groups: dict[object, tuple[dict[str, None], float]] = {}
+    for cue, weight in carried:
+        key, members = _concept_key(cue, aliases)
+        names, best = groups.get(key, ({}, 0.0))
+        names.update(dict.fromkeys((cue, *members)))
+        groups[key] = (names, max(best, weight))
+    return tuple((tuple(names), weight) for names, weight in groups.values())
+
+
+def _accumulate_concepts(
+    postings: Sequence[Mapping[str, Mapping[int, object]]],
+    concepts: Iterable[tuple[tuple[str, ...], float]],
+    n_docs: int,
+) -> dict[int, float]:
+    """Each concept adds weight x IDF (over the union of its members' postings) once per memory."""
+    scores: dict[int, float] = {}
+    for members, weight in concepts:
+        union: dict[int, None] = {}
+        for table in postings:
+            for cue in members:
+                union.update(dict.fromkeys(table.get(cue, ())))
+        if not union:
+            continue
+        gain = weight * bm25_idf(n_docs, len(union))
+        for seq in union:
+            scores[seq] = scores.get(seq, 0.0) + gain
+    return scores
+
+
+def _accumulate_cues(
+    postings: Mapping[str, Mapping[int, object]], keys: Iterable[tuple[str, float]], n_docs: int
+) -> dict[int, float]:
+    scores: dict[int, float] = {}
+    for key, weight in keys:
+        bucket = postings.get(key)
+        if not bucket:
+            continue
+        gain = weight * bm25_idf(n_docs, len(bucket))
+        for seq in bucket:
+            scores[seq] = scores.get(seq, 0.0) + gain
+    return scores
+
+
+def _accumulate_content(
+    index: NamespaceIndex, terms: Iterable[str], cfg: RecallConfig
+) -> dict[int, float]:
+    scores: dict[int, float] = {}
+    n_docs, avg, docs = len(index), index.avg_length, index.docs
+    k1, b = cfg.bm25_k1, cfg.bm25_b
+    for term in terms:
+        bucket = index.terms.get(term)
+        if not bucket:
+            continue
+        idf = bm25_idf(n_docs, len(bucket))
+        for seq, tf in bucket.items():
+            gain = idf * bm25_term(tf, docs[seq].length, avg, k1, b)
+            scores[seq] = scores.get(seq, 0.0) + gain
+    return scores
+
+
+@dataclass(frozen=True)
+class _Signals:
+    cue: dict[int, float]
+    session: dict[int, float]
+    tag: dict[int, float]
+    content: dict[int, float]
+
+
+def _signals(index: NamespaceIndex, plan: QueryPlan, cfg: RecallConfig) -> _Signals:
+    n = len(index)
+    return _Signals(
+        cue=_accumulate_concepts([index.cues], ((c, 1.0) for c in plan.cues), n),
+        session=_accumulate_concepts([index.cues, index.tags], plan.expanded_concepts, n),
+        tag=_accumulate_cues(index.tags, ((t, 1.0) for t in plan.tags), n),
+        content=_accumulate_content(index, plan.terms, cfg),
+    )
+
+
+def _features(
+    seq: int, record: MemoryRecord, sig: _Signals, now: datetime, access: int
+) -> Features:
+    return Features(
+        cue=sig.cue.get(seq, 0.0),
+        session=sig.session.get(seq, 0.0),
+        tag=sig.tag.get(seq, 0.0),
+        content=sig.content.get(seq, 0.0),
+        age_days=(now - record.updated_at).total_seconds() / _SECONDS_PER_DAY,
+        access_count=access,
+        type=record.type,
+        answers_query=seq in sig.cue or seq in sig.content or seq in sig.tag,
+    )
+
+
+def _explain(
+    seq: int, index: NamespaceIndex, plan: QueryPlan, parts: tuple[tuple[str, float], ...]
+) -> ScoreBreakdown:
+    doc = index.docs[seq]
+    cues, tags = set(doc.cues), set(doc.tags)
+    terms = {term for term, _ in doc.terms}
+    return ScoreBreakdown(
+        contributions=parts,
+        matched_cues=tuple(
+            _first_in(group, cues) for group in plan.cues if not cues.isdisjoint(group)
+        ),
+        session_cues=tuple(c for c, _ in plan.expanded if c in cues or c in tags),
+        matched_tags=tuple(t for t in plan.tags if t in tags),
+        matched_terms=tuple(t for t in plan.terms if t in terms),
+    )
+
+
+def _first_in(group: tuple[str, ...], present: set[str]) -> str:
+    return next(cue for cue in group if cue in present)
+
+
+def rank(
+    index: NamespaceIndex,
+    records: Mapping[int, MemoryRecord],
+    access_counts: Mapping[int, int],
+    plan: QueryPlan,
+    cfg: RecallConfig,
+    *,
+    k: int,
+    filters: Filters,
+    now: datetime,
+    min_score: float | None = None,
+    exclude: frozenset[str] = frozenset(),
+) -> tuple[list[Hit], RecallTrace]:
+    """Score every candidate memory and return the top ``k`` hits with the query trace.
+
+    Candidates are the union over all cue, tag and term postings of the query (wide); the ranking
+    then puts memories that matched a cue or the text ahead of tag-only matches (strict).
+    """
+    sig = _signals(index, plan, cfg)
+    candidates = {**sig.cue, **sig.session, **sig.tag, **sig.content}
+    scored: list[tuple[bool, float, int, tuple[tuple[str, float], ...]]] = []
+    for seq in candidates:
+        record = records[seq]
+        if record.memory_id in exclude or not filters.admits(record, now):
+            continue
+        feats = _features(seq, record, sig, now, access_counts.get(seq, record.access_count))
+        score, parts = combine(feats, cfg)
+        if min_score is not None and score < min_score:
+            continue
+        tag_only = seq not in sig.cue and seq not in sig.session and seq not in sig.content
+        scored.append((tag_only, -score, seq, parts))
+    top = heapq.nsmallest(k, scored, key=lambda row: row[:3])
+    hits = [
+        Hit(records[seq], -neg, _explain(seq, index, plan, parts)) for _, neg, seq, parts in top
+    ]
+    trace = RecallTrace(
+        query=plan.query,
+        normalized_query=plan.normalized,
+        query_cues=plan.flat_cues,
+        expanded_cues=plan.expanded,
+        query_tags=plan.tags,
+        query_terms=plan.terms,
+        candidate_count=len(scored),
+        order=tuple(hit.memory.memory_id for hit in hits),
+    )
+    return hits, trace

@@ -1,0 +1,272 @@
+"""Memory records: the typed, validated unit of storage.
+
+A :class:`MemoryRecord` is immutable. Every constructor path validates its fields and raises
+:class:`~cuemap_integrations.errors.ValidationError` naming the field and the value, so an invalid
+record can never reach a store.
+
+Example:
+    >>> from datetime import datetime, timezone
+    >>> t = datetime(2026, 1, 2, tzinfo=timezone.utc)
+    >>> r = MemoryRecord(memory_id="m1", content="The API uses port 8001", created_at=t, updated_at=t)
+    >>> r.type, r.namespace
+    (<MemoryType.NOTE: 'note'>, 'default')
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields, replace
+from datetime import datetime, timezone
+from enum import Enum
+from typing import Any, Literal
+
+from .errors import ValidationError
+
+__all__ = [
+    "CueOrigin",
+    "JSONValue",
+    "MemoryRecord",
+    "MemoryType",
+    "coerce_timestamp",
+    "json_safe_copy",
+]
+
+JSONValue = Any  # None | bool | int | float | str | list[JSONValue] | dict[str, JSONValue]
+CueOrigin = Literal["given", "derived"]
+
+_MAX_ID_LEN = 256
+_ID_FORBIDDEN = re.compile(r"[\x00-\x1f\x7f]")
+_MAX_JSON_DEPTH = 32
+
+
+class MemoryType(str, Enum):
+    """What kind of thing a memory is; drives formatting headings and type priority."""
+
+    PREFERENCE = "preference"
+    CONVENTION = "convention"
+    FACT = "fact"
+    TASK = "task"
+    EVENT = "event"
+    NOTE = "note"
+
+    @classmethod
+    def coerce(cls, value: object, field_name: str = "type") -> MemoryType:
+        """Return the member for ``value`` (a member or its string), or raise ValidationError."""
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, str):
+            try:
+                return cls(value.strip().lower())
+            except ValueError:
+                pass
+        allowed = ", ".join(m.value for m in cls)
+        raise ValidationError(field_name, value, f"choose from {allowed}")
+
+
+def coerce_timestamp(value: object, field_name: str) -> datetime:
+    """Return ``value`` as a timezone-aware UTC datetime.
+
+    Accepts an aware ``datetime`` or an ISO 8601 string with an offset. Naive datetimes are refused:
+    a memory's age decides its recency score, and guessing the zone would silently shift it.
+
+    Raises:
+        ValidationError: naive, unparsable or of another type.
+    """
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise ValidationError(
+                field_name, value, "an ISO 8601 timestamp with a UTC offset"
+            ) from None
+    if not isinstance(value, datetime):
+        raise ValidationError(field_name, value, "a timezone-aware datetime or ISO 8601 string")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValidationError(field_name, value, "a timezone-aware datetime (naive given)")
+    return value.astimezone(timezone.utc)
+
+
+def _optional_timestamp(value: object, field_name: str) -> datetime | None:
+    return None if value is None else coerce_timestamp(value, field_name)
+
+
+def json_safe_copy(value: object, field_name: str = "metadata", _depth: int = 0) -> JSONValue:
+    """Deep-copy ``value`` checking that it is JSON-safe (str keys, finite numbers).
+
+    The copy means a caller mutating their dict later cannot change a stored record.
+    """
+    if _depth > _MAX_JSON_DEPTH:
+        raise ValidationError(field_name, "...", f"JSON nested at most {_MAX_JSON_DEPTH} levels")
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValidationError(field_name, value, "finite numbers only (JSON has no NaN/inf)")
+        return value
+    if isinstance(value, Mapping):
+        out: dict[str, JSONValue] = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ValidationError(f"{field_name} key", key, "string keys only")
+            out[key] = json_safe_copy(item, f"{field_name}.{key}", _depth + 1)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [json_safe_copy(item, field_name, _depth + 1) for item in value]
+    raise ValidationError(
+        field_name, value, "JSON-safe values: None, bool, int, float, str, list, dict"
+    )
+
+
+def _string_tuple(value: object, field_name: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise ValidationError(field_name, value, "a list of strings")
+    items = tuple(value)
+    for item in items:
+        if not isinstance(item, str):
+            raise ValidationError(field_name, item, f"every {field_name[:-1]} must be a string")
+        if not item.strip():
+            raise ValidationError(field_name, item, f"every {field_name[:-1]} must be non-empty")
+    return items
+
+
+def validate_memory_id(value: object, field_name: str = "memory_id") -> str:
+    """Return a valid memory id or raise ValidationError."""
+    if not isinstance(value, str) or not value.strip():
+        raise ValidationError(field_name, value, "a non-empty string")
+    if len(value) > _MAX_ID_LEN or _ID_FORBIDDEN.search(value):
+        raise ValidationError(
+            field_name, value, f"at most {_MAX_ID_LEN} characters, no control characters"
+        )
+    return value
+
+
+def validate_namespace(value: object) -> str:
+    """Return a valid namespace or raise ValidationError."""
+    return validate_memory_id(value, "namespace")
+
+
+def _validate_content(value: object) -> str:
+    if not isinstance(value, str):
+        raise ValidationError("content", value, "a string")
+    if not value.strip():
+        raise ValidationError("content", value, "non-empty text")
+    if "\x00" in value:
+        raise ValidationError("content", value[:40], "text without NUL characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValidationError("content", value[:40], "valid Unicode (no lone surrogates)") from None
+    return value
+
+
+@dataclass(frozen=True)
+class MemoryRecord:
+    """One stored memory. Immutable: changes go through ``CueMap.update`` (or ``evolve``).
+
+    Attributes:
+        memory_id: unique within ``namespace``; stable for the memory's life.
+        content: the remembered text.
+        cues: normalized retrieval cues; derived from the content when none were given.
+        tags: normalized labels (a softer signal than cues).
+        type: what kind of memory this is.
+        source: where it came from (``"chat"``, ``"import"``, a file name...), or None.
+        namespace: isolation boundary (a user, a tenant, a project).
+        created_at / updated_at / last_accessed: aware UTC datetimes.
+        access_count: how many recalls returned it.
+        expires_at: hidden from recall from this moment on; None never expires.
+        supersedes / superseded_by: links to the memory this one replaces / that replaced it.
+        metadata: a JSON-safe dict of the caller's own data.
+        cue_origin: ``"given"`` when the caller supplied cues, ``"derived"`` when the core did.
+    """
+
+    memory_id: str
+    content: str
+    created_at: datetime
+    updated_at: datetime
+    cues: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    type: MemoryType = MemoryType.NOTE
+    source: str | None = None
+    namespace: str = "default"
+    last_accessed: datetime | None = None
+    access_count: int = 0
+    expires_at: datetime | None = None
+    supersedes: str | None = None
+    superseded_by: str | None = None
+    metadata: dict[str, JSONValue] = field(default_factory=dict, hash=False)
+    cue_origin: CueOrigin = "given"
+
+    def __post_init__(self) -> None:
+        put = object.__setattr__  # frozen: normalise fields once, at construction
+        put(self, "content", _validate_content(self.content))
+        put(self, "memory_id", validate_memory_id(self.memory_id))
+        put(self, "namespace", validate_namespace(self.namespace))
+        put(self, "cues", _string_tuple(self.cues, "cues"))
+        put(self, "tags", _string_tuple(self.tags, "tags"))
+        put(self, "type", MemoryType.coerce(self.type))
+        put(self, "created_at", coerce_timestamp(self.created_at, "created_at"))
+        put(self, "updated_at", coerce_timestamp(self.updated_at, "updated_at"))
+        put(self, "last_accessed", _optional_timestamp(self.last_accessed, "last_accessed"))
+        put(self, "expires_at", _optional_timestamp(self.expires_at, "expires_at"))
+        self._check_scalars()
+        metadata = json_safe_copy(self.metadata if self.metadata is not None else {})
+        if not isinstance(metadata, dict):
+            raise ValidationError("metadata", self.metadata, "a dict")
+        put(self, "metadata", metadata)
+
+    def _check_scalars(self) -> None:
+        if self.source is not None and not isinstance(self.source, str):
+            raise ValidationError("source", self.source, "a string or None")
+        count = self.access_count
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise ValidationError("access_count", count, "an integer >= 0")
+        for name in ("supersedes", "superseded_by"):
+            value = getattr(self, name)
+            if value is not None:
+                validate_memory_id(value, name)
+        if self.cue_origin not in ("given", "derived"):
+            raise ValidationError("cue_origin", self.cue_origin, "'given' or 'derived'")
+
+    def evolve(self, **changes: Any) -> MemoryRecord:
+        """Return a copy with ``changes`` applied (validated like a new record)."""
+        return replace(self, **changes)
+
+    def is_expired(self, now: datetime) -> bool:
+        """True when ``expires_at`` is at or before ``now``."""
+        return self.expires_at is not None and self.expires_at <= now
+
+    def to_dict(self) -> dict[str, JSONValue]:
+        """A JSON-safe dict (timestamps as ISO 8601 strings); inverse of :meth:`from_dict`."""
+        out: dict[str, JSONValue] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, datetime):
+                value = value.isoformat()
+            elif isinstance(value, MemoryType):
+                value = value.value
+            elif isinstance(value, tuple):
+                value = list(value)
+            elif isinstance(value, dict):
+                value = json_safe_copy(value)
+            out[f.name] = value
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MemoryRecord:
+        """Build a record from :meth:`to_dict` output; unknown keys are refused."""
+        if not isinstance(data, Mapping):
+            raise ValidationError("record", data, "a JSON object")
+        known = {f.name for f in fields(cls)}
+        for key in data:
+            if key not in known:
+                raise ValidationError(
+                    "record field", key, f"choose from {', '.join(sorted(known))}"
+                )
+        return cls(**dict(data))
+
+
+RECORD_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(MemoryRecord))

@@ -1,0 +1,126 @@
+"""Small immutable values returned by recall: a hit, its score breakdown, the query trace."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, overload
+
+from .records import MemoryRecord
+
+__all__ = ["Hit", "HitSource", "RecallResult", "RecallTrace", "ScoreBreakdown"]
+
+HitSource = Literal["cue", "dense"]
+
+
+@dataclass(frozen=True)
+class ScoreBreakdown:
+    """Why a memory scored what it did.
+
+    Attributes:
+        contributions: ``(rule, weighted value)`` for every rule with a non-zero weight; they sum
+            to the hit's score.
+        matched_cues: the query's explicit cues the memory carries.
+        session_cues: cues carried over by a recall session that the memory carries.
+        matched_tags: query terms that matched the memory's tags.
+        matched_terms: query content terms found in the memory's text.
+    """
+
+    contributions: tuple[tuple[str, float], ...]
+    matched_cues: tuple[str, ...] = ()
+    session_cues: tuple[str, ...] = ()
+    matched_tags: tuple[str, ...] = ()
+    matched_terms: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain JSON-safe data (for ``--json`` output and adapter metadata)."""
+        return {
+            "contributions": {name: round(value, 6) for name, value in self.contributions},
+            "matched_cues": list(self.matched_cues),
+            "session_cues": list(self.session_cues),
+            "matched_tags": list(self.matched_tags),
+            "matched_terms": list(self.matched_terms),
+        }
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One recalled memory with its score and the reason for it."""
+
+    memory: MemoryRecord
+    score: float
+    breakdown: ScoreBreakdown
+    source: HitSource = "cue"
+
+    @property
+    def memory_id(self) -> str:
+        """Shortcut for ``hit.memory.memory_id``."""
+        return self.memory.memory_id
+
+    @property
+    def content(self) -> str:
+        """Shortcut for ``hit.memory.content``."""
+        return self.memory.content
+
+    def __repr__(self) -> str:
+        text = (
+            self.memory.content
+            if len(self.memory.content) <= 48
+            else self.memory.content[:45] + "..."
+        )
+        return f"Hit({self.memory.memory_id!r}, score={self.score:.3f}, {text!r})"
+
+
+@dataclass(frozen=True)
+class RecallTrace:
+    """How one query was read and ranked (returned with ``explain=True``, logged at DEBUG)."""
+
+    query: str
+    normalized_query: str
+    query_cues: tuple[str, ...]
+    expanded_cues: tuple[tuple[str, float], ...]
+    query_tags: tuple[str, ...]
+    query_terms: tuple[str, ...]
+    candidate_count: int
+    order: tuple[str, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain JSON-safe data."""
+        return {
+            "query": self.query,
+            "normalized_query": self.normalized_query,
+            "query_cues": list(self.query_cues),
+            "expanded_cues": [[cue, round(w, 6)] for cue, w in self.expanded_cues],
+            "query_tags": list(self.query_tags),
+            "query_terms": list(self.query_terms),
+            "candidate_count": self.candidate_count,
+            "order": list(self.order),
+        }
+
+
+@dataclass(frozen=True)
+class RecallResult(Sequence[Hit]):
+    """The ranked hits of one recall (a sequence of :class:`Hit`) and, on request, its trace."""
+
+    hits: tuple[Hit, ...]
+    trace: RecallTrace | None = None
+
+    @overload
+    def __getitem__(self, index: int) -> Hit: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Hit]: ...
+
+    def __getitem__(self, index: int | slice) -> Hit | Sequence[Hit]:
+        return self.hits[index]
+
+    def __len__(self) -> int:
+        return len(self.hits)
+
+    def __iter__(self) -> Iterator[Hit]:
+        return iter(self.hits)
+
+    @property
+    def memory_ids(self) -> list[str]:
+        """The hits' memory ids, best first."""
+        return [hit.memory.memory_id for hit in self.hits]

@@ -1,0 +1,268 @@
+"""SQLite persistence: the embedded default store.
+
+Boring on purpose: one connection guarded by one lock (a single writer), WAL journal with
+``synchronous=FULL`` so a memory acknowledged by ``add`` survives a crash of the process (and of
+the machine) right after it returns, ordered migrations recorded in ``PRAGMA user_version``,
+parameterised SQL only, JSON for structured columns, never pickle.
+
+Example:
+    >>> with SQLiteStore(":memory:") as store:
+    ...     store.schema_version
+    1
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from .errors import StoreError
+from .records import JSONValue, MemoryRecord
+
+__all__ = ["MIGRATIONS", "SQLiteStore"]
+
+# Each entry upgrades the schema from version i to i+1. Append, never edit a released entry.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """CREATE TABLE memories (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            namespace TEXT NOT NULL,
+            memory_id TEXT NOT NULL,
+            content TEXT NOT NULL,
+            cues TEXT NOT NULL,
+            tags TEXT NOT NULL,
+            type TEXT NOT NULL,
+            source TEXT,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            last_accessed TEXT,
+            access_count INTEGER NOT NULL DEFAULT 0,
+            expires_at TEXT,
+            supersedes TEXT,
+            superseded_by TEXT,
+            metadata TEXT NOT NULL,
+            cue_origin TEXT NOT NULL,
+            UNIQUE (namespace, memory_id)
+        )""",
+        """CREATE TABLE sessions (
+            namespace TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            state TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            PRIMARY KEY (namespace, session_id)
+        )""",
+    ),
+)
+
+_COLUMNS = (
+    "namespace", "memory_id", "content", "cues", "tags", "type", "source", "created_at",
+    "updated_at", "last_accessed", "access_count", "expires_at", "supersedes", "superseded_by",
+    "metadata", "cue_origin",
+)  # fmt: skip
+_INSERT = f"INSERT INTO memories ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
+_UPDATE = f"UPDATE memories SET {', '.join(c + ' = ?' for c in _COLUMNS)} WHERE seq = ?"
+_SELECT = f"SELECT seq, {', '.join(_COLUMNS)} FROM memories"
+
+
+def _iso(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+def record_to_row(record: MemoryRecord) -> tuple[Any, ...]:
+    """The column values of ``record``, in ``_COLUMNS`` order."""
+    return (
+        record.namespace, record.memory_id, record.content,
+        json.dumps(list(record.cues), ensure_ascii=False),
+        json.dumps(list(record.tags), ensure_ascii=False),
+        record.type.value, record.source, _iso(record.created_at), _iso(record.updated_at),
+        _iso(record.last_accessed), record.access_count, _iso(record.expires_at),
+        record.supersedes, record.superseded_by,
+        json.dumps(record.metadata, ensure_ascii=False, sort_keys=True), record.cue_origin,
+    )  # fmt: skip
+
+
+def row_to_record(row: Sequence[Any]) -> tuple[int, MemoryRecord]:
+    """``(seq, record)`` from a ``_SELECT`` row; validates like any other input."""
+    values = dict(zip(_COLUMNS, row[1:], strict=True))
+    for key in ("cues", "tags", "metadata"):
+        values[key] = json.loads(values[key])
+    return int(row[0]), MemoryRecord(**values)
+
+
+def _create_private_file(path: Path) -> None:
+    """Create ``path`` readable by its owner only: memories are personal data."""
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+
+
+class SQLiteStore:
+    """Memories, sessions and schema version in one SQLite file (or ``":memory:"``).
+
+    Args:
+        path: a file path, or ``":memory:"`` for a private in-process database.
+        durable: ``True`` (default) fsyncs every commit (``synchronous=FULL``); ``False`` uses
+            ``NORMAL``, which survives a process crash but may lose the last commits on power loss.
+
+    Raises:
+        StoreError: the file cannot be opened, is not a database, or has a newer schema.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] = ":memory:", *, durable: bool = True) -> None:
+        self.path = str(path)
+        self._lock = threading.RLock()
+        self._depth = 0
+        try:
+            if self.path != ":memory:":
+                _create_private_file(Path(self.path))
+            self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self._configure(durable)
+            self._migrate()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open SQLite store {self.path!r}: {exc}") from None
+
+    def _configure(self, durable: bool) -> None:
+        if self.path != ":memory:":
+            self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
+        self._conn.execute("PRAGMA busy_timeout=10000")
+        self._conn.execute("PRAGMA foreign_keys=ON")
+
+    def _migrate(self) -> None:
+        version = self.schema_version
+        if version > len(MIGRATIONS):
+            raise StoreError(
+                f"{self.path!r} has schema version {version}; this release reads up to "
+                f"{len(MIGRATIONS)}: upgrade cuemap-integrations"
+            )
+        for number in range(version, len(MIGRATIONS)):
+            with self.atomic():
+                for statement in MIGRATIONS[number]:
+                    self._conn.execute(statement)
+                self._conn.execute(f"PRAGMA user_version={number + 1}")
+
+    @property
+    def schema_version(self) -> int:
+        """The number of migrations applied to this database."""
+        return int(self._conn.execute("PRAGMA user_version").fetchone()[0])
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """A transaction; nested calls become savepoints. Rolls back on any exception."""
+        with self._lock:
+            name = f"sp{self._depth}"
+            begin, commit, rollback = (
+                ("BEGIN IMMEDIATE", "COMMIT", "ROLLBACK")
+                if self._depth == 0
+                else (f"SAVEPOINT {name}", f"RELEASE {name}", f"ROLLBACK TO {name}; RELEASE {name}")
+            )
+            self._conn.execute(begin)
+            self._depth += 1
+            try:
+                yield
+            except BaseException:
+                self._depth -= 1
+                for statement in rollback.split("; "):
+                    self._conn.execute(statement)
+                raise
+            self._depth -= 1
+            self._conn.execute(commit)
+
+    def _run(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
+        try:
+            return self._conn.execute(sql, params)
+        except sqlite3.Error as exc:
+            raise StoreError(f"SQLite store {self.path!r}: {exc}") from None
+
+    def load(self) -> Iterator[tuple[int, MemoryRecord]]:
+        """Every stored memory as ``(seq, record)``, in insertion order."""
+        with self._lock:
+            rows = self._run(_SELECT + " ORDER BY seq").fetchall()
+        for row in rows:
+            yield row_to_record(row)
+
+    def insert_many(self, records: Sequence[MemoryRecord]) -> list[int]:
+        """Insert ``records`` in one transaction; return their sequence numbers."""
+        seqs: list[int] = []
+        with self.atomic():
+            for record in records:
+                cursor = self._run(_INSERT, record_to_row(record))
+                seqs.append(int(cursor.lastrowid or 0))
+        return seqs
+
+    def replace(self, seq: int, record: MemoryRecord) -> None:
+        """Overwrite the row ``seq`` with ``record``."""
+        with self.atomic():
+            self._run(_UPDATE, (*record_to_row(record), seq))
+
+    def delete(self, seqs: Sequence[int]) -> None:
+        """Delete the rows ``seqs``."""
+        with self.atomic():
+            for seq in seqs:
+                self._run("DELETE FROM memories WHERE seq = ?", (seq,))
+
+    def write_access(self, updates: Sequence[tuple[int, int, datetime]]) -> None:
+        """Record ``(seq, access_count, last_accessed)`` updates from recalls."""
+        with self.atomic():
+            for seq, count, when in updates:
+                self._run(
+                    "UPDATE memories SET access_count = ?, last_accessed = ? WHERE seq = ?",
+                    (count, _iso(when), seq),
+                )
+
+    def get_session(self, namespace: str, session_id: str) -> dict[str, JSONValue] | None:
+        """The stored state of a recall session, or None."""
+        with self._lock:
+            row = self._run(
+                "SELECT state FROM sessions WHERE namespace = ? AND session_id = ?",
+                (namespace, session_id),
+            ).fetchone()
+        return None if row is None else dict(json.loads(row[0]))
+
+    def put_session(
+        self, namespace: str, session_id: str, state: dict[str, JSONValue], when: datetime
+    ) -> None:
+        """Store the state of a recall session (insert or replace)."""
+        with self.atomic():
+            self._run(
+                "INSERT OR REPLACE INTO sessions (namespace, session_id, state, updated_at) "
+                "VALUES (?, ?, ?, ?)",
+                (namespace, session_id, json.dumps(state, ensure_ascii=False), _iso(when)),
+            )
+
+    def delete_session(self, namespace: str, session_id: str) -> None:
+        """Forget a recall session's state."""
+        with self.atomic():
+            self._run(
+                "DELETE FROM sessions WHERE namespace = ? AND session_id = ?",
+                (namespace, session_id),
+            )
+
+    def count_sessions(self) -> int:
+        """How many recall sessions are stored."""
+        with self._lock:
+            return int(self._run("SELECT COUNT(*) FROM sessions").fetchone()[0])
+
+    def integrity_errors(self) -> list[str]:
+        """SQLite's own integrity check; an empty list means the file is sound."""
+        with self._lock:
+            rows = self._run("PRAGMA integrity_check").fetchall()
+        return [] if rows == [("ok",)] else [str(r[0]) for r in rows]
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> SQLiteStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,924 @@
+"""Deterministic text processing for cue-based recall in English, Chinese and mixed text.
+
+Everything here is rule-based and reproducible: the same input gives the same output under any
+``PYTHONHASHSEED`` because no output order ever comes from iterating a ``set`` (sets are only used
+for membership tests). Output lists follow the order of first occurrence in the text.
+
+Pipeline:
+    * :func:`normalize` - NFKC, casefold, CJK punctuation to ASCII, whitespace collapsed.
+    * :func:`words` - Latin/number tokens (identifiers plus their parts), duplicates kept.
+    * :func:`content_terms` - BM25 terms: stemmed non-stop words, CJK bigrams and unigrams.
+    * :func:`query_units` - the unit sequence used by :class:`CueLexicon` (one unit per Latin
+      identifier, one per CJK character).
+    * :func:`derive_cues` - deterministic cues for a memory that was given none.
+    * :class:`CueLexicon` - a reference-counted trie for longest-match of known cues in a query.
+
+Script coverage: :func:`is_cjk` is true for Han ideographs (URO, Extensions A-I, compatibility
+ideographs, 々 〆 〇) and also for Hiragana, Katakana and Hangul syllables, so Japanese and Korean
+text is handled per character like Chinese. Latin tokens are any other letters and digits
+(accented Latin, Greek and Cyrillic included); only plain lower-case ASCII words are stemmed.
+
+Example:
+    >>> normalize("ＡＢＣ，Redis！")
+    'abc,redis!'
+    >>> words("POST /ops/clear-cache")
+    ['post', '/ops/clear-cache', 'ops', 'clear-cache', 'clear', 'cache']
+    >>> query_units("上次 orders")
+    ['上', '次', 'order']
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import sys
+import unicodedata
+from collections.abc import Callable, Iterable, Iterator
+from datetime import date
+from typing import TypeAlias
+
+__all__ = [
+    "CJK_FUNCTION_WORDS",
+    "CJK_STOP_CHARS",
+    "STOP_WORDS",
+    "CueLexicon",
+    "content_terms",
+    "derive_cues",
+    "is_cjk",
+    "normalize",
+    "query_units",
+    "stem",
+    "words",
+]
+
+# --------------------------------------------------------------------------------------------
+# Word lists
+# --------------------------------------------------------------------------------------------
+
+STOP_WORDS: frozenset[str] = frozenset(
+    """
+    a about above after again against all also although am among an and any anybody anyone
+    anything are aren around as at be because been before being below between both but by can
+    cannot could couldn d did didn do does doesn doing don down during each either else even ever
+    every everyone everything few for from further get gets getting got had hadn has hasn have
+    haven having he hello her here hers herself hey hi him himself his how however i if in into
+    is isn it its itself just let lets like ll m ma may me might mightn more most must mustn my
+    myself needn neither no nobody nor not nothing now o of off ok okay on once only onto or other
+    ought our ours ourselves out over own per please quite rather re really s same see shall shan
+    she should shouldn since so some somebody someone something still such t than thank thanks
+    that the their theirs them themselves then there these they this those though through thus to
+    too toward towards under unless until up upon us ve very via was wasn we well were weren what
+    whatever when whenever where whereas wherever whether which while who whoever whom whose why
+    will with within without would wouldn y yes yet you your yours yourself yourselves
+    """.split()
+)
+"""English function words (lower case), dropped from content terms and salient-word cues."""
+
+CJK_STOP_CHARS: frozenset[str] = frozenset(
+    "的了是在我你他她它们这那个和与也就都而及着吗呢吧啊把被让给从对又还很要会能有没不嘛呀哦啦嗯哎呃噢"
+)
+"""Chinese single-character function words: never a unigram term, always a cue split point."""
+
+_CJK_FUNCTION_WORDS_RAW = (
+    "为什么 怎么样 是不是 有没有 因为 所以 但是 然后 后来 上次 怎么 什么 如何 哪里 哪个 "
+    "还是 或者 以及 导致 已经 一下 可以 需要 应该 这个 那个 这些 那些 这样 那样 这里 "
+    "那里 我们 你们 他们 她们 它们 如果 虽然 而且 并且 不过 于是 因此 由于 之前 之后 "
+    "时候 的话 就是 只是 还有 没有 一个 一些 自己 大家 现在 当时 刚才 一直 其实 比如 "
+    "例如 关于 对于 通过 根据 为了"
+).split()
+
+# Longest first so that a regex alternation built from it prefers 为什么 over 什么 (sorted() is
+# stable, so equal lengths keep the listed order and the tuple is the same on every run).
+CJK_FUNCTION_WORDS: tuple[str, ...] = tuple(sorted(_CJK_FUNCTION_WORDS_RAW, key=len, reverse=True))
+"""Multi-character Chinese function words, longest first: split points for Chinese cue terms."""
+
+# Month and weekday names (and relative days) are never cues by themselves: they only take part
+# in dates, which are emitted in ISO form.
+_CALENDAR_WORDS = frozenset(
+    """
+    january february march april may june july august september october november december
+    monday tuesday wednesday thursday friday saturday sunday today tomorrow yesterday tonight
+    """.split()
+)
+
+# Identifier parts that only say "this is a web address"; never worth a cue of their own.
+_WEB_PARTS = frozenset("com org net www http https html htm".split())
+
+_MONTHS: dict[str, int] = {
+    "january": 1, "jan": 1, "february": 2, "feb": 2, "march": 3, "mar": 3, "april": 4, "apr": 4,
+    "may": 5, "june": 6, "jun": 6, "july": 7, "jul": 7, "august": 8, "aug": 8, "september": 9,
+    "sept": 9, "sep": 9, "october": 10, "oct": 10, "november": 11, "nov": 11, "december": 12,
+    "dec": 12,
+}  # fmt: skip
+
+# --------------------------------------------------------------------------------------------
+# Character classes and compiled patterns
+# --------------------------------------------------------------------------------------------
+
+_CJK_RANGES: tuple[tuple[int, int], ...] = (
+    (0x3005, 0x3007),  # 々 〆 〇 (Han script marks)
+    (0x3041, 0x309F),  # Hiragana
+    (0x30A1, 0x30FA),  # Katakana (without ゠ and the middle dot ・, which are punctuation)
+    (0x30FC, 0x30FF),  # Katakana prolonged sound mark and iteration marks
+    (0x31F0, 0x31FF),  # Katakana phonetic extensions
+    (0x3400, 0x4DBF),  # CJK Unified Ideographs Extension A
+    (0x4E00, 0x9FFF),  # CJK Unified Ideographs
+    (0xAC00, 0xD7A3),  # Hangul syllables
+    (0xF900, 0xFAFF),  # CJK Compatibility Ideographs
+    (0x20000, 0x2A6DF),  # Extension B
+    (0x2A700, 0x2EE5F),  # Extensions C, D, E, F, I
+    (0x2F800, 0x2FA1F),  # Compatibility Ideographs Supplement
+    (0x30000, 0x323AF),  # Extensions G, H
+)
+_CJK = "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _CJK_RANGES)
+_W = rf"[^\W{_CJK}]"  # a Latin "word" character: letter, digit or underscore, never CJK
+_L = rf"[^\W\d_{_CJK}]"  # a Latin letter
+
+_CJK_CHAR_RE = re.compile(f"[{_CJK}]")
+_CJK_RUN_RE = re.compile(f"[{_CJK}]+")
+# An identifier: word runs joined by - . / : @ (underscore is a word character). A leading "/"
+# makes a path, but not after ":" or "/" so that "https://host/x" yields the token "host/x".
+_ID = rf"(?:(?<!{_W})(?<![:/])/)?{_W}+(?:[-./:@]{_W}+)*"
+_ID_RE = re.compile(_ID)
+_SCAN_RE = re.compile(rf"(?P<id>{_ID})|(?P<cjk>[{_CJK}]+)")
+# A lone letter glued on by an apostrophe ("don't", "it's", "o'clock") is dropped, keeping the
+# apostrophe itself so that it still separates words.
+_APOS_RE = re.compile(rf"(?<={_W}'){_L}(?!{_W})|(?<!{_W}){_L}(?='{_W})")
+_PART_SPLIT_RE = re.compile(r"[-._:@]+")
+_SEPARATORS = frozenset("-._:@/")
+_ASCII_WORD_RE = re.compile(r"[a-z]+")
+
+_URL = r"[a-z][a-z0-9+.\-]*://(?:[^\s/?#@]*@)?(?P<host>[^\s/?#:\"'<>`]+)[^\s\"'<>`]*"
+_URL_RE = re.compile(_URL)
+_CODE_OR_URL_RE = re.compile(rf"`[^`]*`|{_URL}", re.IGNORECASE)
+_FENCE_RE = re.compile(r"```.*?```")
+_QUOTE_RES = (
+    re.compile(r'"([^"]+)"'),
+    # Single quotes only at word edges, so apostrophes in "don't" never open a quotation.
+    re.compile(rf"(?<!{_W})'([^'\s](?:[^']*[^'\s])?)'(?!{_W})"),
+    re.compile(r"`([^`]+)`"),
+)
+_COMMAND_RE = re.compile(r"[a-z][a-z0-9_.+\-]*")
+
+_UNITS = (
+    "ms us μs ns s sec secs second seconds min mins minute minutes h hr hrs hour hours d day days "
+    "wk week weeks month months yr yrs year years b byte bytes kb mb gb tb pb kib mib gib tib k m "
+    "bn px qps rps tps rpm fps hz khz mhz ghz kg g lb lbs km cm mm ft mi kw w v x °c °f %"
+).split()
+_UNIT_SET = frozenset(_UNITS)
+_UNIT_ALT = "|".join(re.escape(u) for u in sorted(_UNITS, key=len, reverse=True))
+# Numbers that are not part of an identifier ("v2.1", "2024-05-01" are identifiers), with an
+# optional currency sign, thousands separators and a unit written with or without a space.
+_NUMBER_RE = re.compile(
+    rf"(?<!{_W})(?<![-./:@$€£¥])(?P<cur>[$€£¥])?"
+    r"(?P<num>[0-9]{1,3}(?:,[0-9]{3})+(?![0-9])|[0-9]+(?:\.[0-9]+)?)"
+    rf"(?:\s?(?P<unit>{_UNIT_ALT})(?!{_W}))?(?!{_W})(?![-./:@]{_W})"
+)
+
+_MONTH = "(?P<mon>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_ORD = r"(?:st|nd|rd|th)?"
+_DATE_RES = (
+    re.compile(
+        rf"(?<!{_W})(?<![-/.])(?P<y>[0-9]{{4}})(?P<sep>[-/.])(?P<m>[0-9]{{1,2}})(?P=sep)"
+        rf"(?P<d>[0-9]{{1,2}})(?!{_W})(?![-/.][0-9])"
+    ),
+    re.compile(
+        r"(?<![0-9])(?P<y>[0-9]{4}) ?年 ?(?P<m>[0-9]{1,2}) ?月(?: ?(?P<d>[0-9]{1,2}) ?[日号])?"
+    ),
+    re.compile(
+        rf"(?<!{_W})(?P<d>[0-9]{{1,2}}){_ORD} (?:of )?{_MONTH}(?:, ?| )(?P<y>[0-9]{{4}})(?!{_W})"
+    ),
+    re.compile(rf"(?<!{_W}){_MONTH} (?P<d>[0-9]{{1,2}}){_ORD}(?:, ?| )(?P<y>[0-9]{{4}})(?!{_W})"),
+    re.compile(rf"(?<!{_W}){_MONTH},? (?P<y>[0-9]{{4}})(?!{_W})"),
+)
+
+_CJK_SPLIT_RE = re.compile(
+    "|".join(re.escape(w) for w in CJK_FUNCTION_WORDS)
+    + "|["
+    + "".join(sorted(CJK_STOP_CHARS))
+    + "]"
+)
+
+# --------------------------------------------------------------------------------------------
+# normalize / is_cjk
+# --------------------------------------------------------------------------------------------
+
+_PUNCT_MAP: dict[str, str] = {
+    "。": ".", "，": ",", "、": ",", "；": ";", "：": ":", "？": "?", "！": "!",
+    "（": "(", "）": ")",
+    "「": '"', "」": '"', "『": '"', "』": '"', "“": '"', "”": '"', "„": '"', "«": '"', "»": '"',
+    "‘": "'", "’": "'", "【": "[", "】": "]", "《": "<", "》": ">", "〈": "<", "〉": ">",
+    "…": "...", "—": "-", "–": "-", "‐": "-", "‑": "-", "‒": "-", "−": "-", "～": "~", "〜": "~",
+    "\u3000": " ",
+}  # fmt: skip
+_PUNCT_TABLE: dict[int, str] = {ord(k): v for k, v in _PUNCT_MAP.items()}
+# Control characters (Unicode category Cc) become spaces; the whitespace collapse then merges them.
+_NORMALIZE_TABLE: dict[int, str] = {
+    **_PUNCT_TABLE,
+    **{cp: " " for cp in (*range(0x20), *range(0x7F, 0xA0))},
+}
+_MAX_NORMALIZE_PASSES = 8
+
+
+def _normalize_pass(text: str) -> str:
+    # NFKC again after casefold: casefold can produce sequences that NFKC composes or reorders.
+    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+    return " ".join(folded.translate(_NORMALIZE_TABLE).split())
+
+
+def normalize(text: str) -> str:
+    """Normalize text for matching: NFKC, casefold, ASCII punctuation, single spaces.
+
+    Full-width ASCII becomes half-width, CJK and typographic punctuation is mapped to ASCII
+    (``。``→``.``, ``「」``/``“”``→``"``, ``—``→``-`` ...), control characters become spaces, and
+    every whitespace run becomes one space. The result is a fixed point: ``normalize`` is
+    idempotent for every string.
+
+    Args:
+        text: any string (lone surrogates and combining marks included).
+
+    Returns:
+        The normalized string (possibly empty).
+    """
+    out = _normalize_pass(text)
+    for _ in range(_MAX_NORMALIZE_PASSES):
+        # Lower-case ASCII output is already a fixed point: no later pass can change it.
+        if out.isascii() and out == out.lower():
+            return out
+        again = _normalize_pass(out)
+        if again == out:
+            return out
+        out = again
+    return out
+
+
+def is_cjk(ch: str) -> bool:
+    """Whether ``ch`` is a single CJK character (Han ideograph, kana or Hangul syllable).
+
+    Args:
+        ch: a string; anything but exactly one character gives ``False``.
+
+    Returns:
+        ``True`` for Han ideographs (Unified, Extensions A-I, Compatibility, 々 〆 〇),
+        Hiragana, Katakana and Hangul syllables.
+    """
+    return len(ch) == 1 and _CJK_CHAR_RE.match(ch) is not None
+
+
+# --------------------------------------------------------------------------------------------
+# Porter stemmer (Martin Porter's reference implementation of the 1980 algorithm)
+# --------------------------------------------------------------------------------------------
+
+_STEP2 = (
+    ("ational", "ate"), ("tional", "tion"), ("enci", "ence"), ("anci", "ance"), ("izer", "ize"),
+    ("bli", "ble"), ("alli", "al"), ("entli", "ent"), ("eli", "e"), ("ousli", "ous"),
+    ("ization", "ize"), ("ation", "ate"), ("ator", "ate"), ("alism", "al"), ("iveness", "ive"),
+    ("fulness", "ful"), ("ousness", "ous"), ("aliti", "al"), ("iviti", "ive"), ("biliti", "ble"),
+    ("logi", "log"),
+)  # fmt: skip
+_STEP3 = (
+    ("icate", "ic"), ("ative", ""), ("alize", "al"), ("iciti", "ic"), ("ical", "ic"), ("ful", ""),
+    ("ness", ""),
+)  # fmt: skip
+_STEP4 = "al ance ence er ic able ible ant ement ment ent ion ou ism ate iti ous ive ize".split()
+
+
+def _consonants(word: str) -> list[bool]:
+    # Porter's definition: a, e, i, o, u are vowels; y is a vowel only after a consonant.
+    mask: list[bool] = []
+    for ch in word:
+        mask.append((not mask or not mask[-1]) if ch == "y" else ch not in "aeiou")
+    return mask
+
+
+def _measure(stem_: str) -> int:
+    """Porter's m: the number of vowel-consonant sequences in ``[C](VC){m}[V]``."""
+    mask = _consonants(stem_)
+    return sum(1 for i in range(1, len(mask)) if mask[i] and not mask[i - 1])
+
+
+def _has_vowel(stem_: str) -> bool:
+    return not all(_consonants(stem_))
+
+
+def _ends_double_consonant(word: str) -> bool:
+    return len(word) >= 2 and word[-1] == word[-2] and _consonants(word)[-1]
+
+
+def _ends_cvc(word: str) -> bool:
+    """Porter's *o: consonant-vowel-consonant at the end, the last not w, x or y."""
+    if len(word) < 3 or word[-1] in "wxy":
+        return False
+    mask = _consonants(word)
+    return mask[-3] and not mask[-2] and mask[-1]
+
+
+def _step1a(word: str) -> str:
+    if word.endswith(("sses", "ies")):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+def _step1b(word: str) -> str:
+    if word.endswith("eed"):
+        return word[:-1] if _measure(word[:-3]) > 0 else word
+    for suffix in ("ed", "ing"):
+        base = word[: -len(suffix)]
+        if word.endswith(suffix) and _has_vowel(base):
+            return _step1b_repair(base)
+    return word
+
+
+def _step1b_repair(base: str) -> str:
+    if base.endswith(("at", "bl", "iz")):
+        return base + "e"
+    if _ends_double_consonant(base):
+        return base if base[-1] in "lsz" else base[:-1]
+    return base + "e" if _measure(base) == 1 and _ends_cvc(base) else base
+
+
+def _step1c(word: str) -> str:
+    return word[:-1] + "i" if word.endswith("y") and _has_vowel(word[:-1]) else word
+
+
+def _replace_suffix(word: str, rules: Iterable[tuple[str, str]]) -> str:
+    # The first rule whose suffix matches decides, even when its (m > 0) condition fails.
+    for suffix, replacement in rules:
+        if word.endswith(suffix):
+            base = word[: -len(suffix)]
+            return base + replacement if _measure(base) > 0 else word
+    return word
+
+
+def _step2(word: str) -> str:
+    return _replace_suffix(word, _STEP2)
+
+
+def _step3(word: str) -> str:
+    return _replace_suffix(word, _STEP3)
+
+
+def _step4(word: str) -> str:
+    for suffix in _STEP4:
+        if word.endswith(suffix):
+            base = word[: -len(suffix)]
+            if suffix == "ion" and not base.endswith(("s", "t")):
+                return word
+            return base if _measure(base) > 1 else word
+    return word
+
+
+def _step5(word: str) -> str:
+    if word.endswith("e"):
+        m = _measure(word[:-1])
+        if m > 1 or (m == 1 and not _ends_cvc(word[:-1])):
+            word = word[:-1]
+    if word.endswith("ll") and _measure(word) > 1:
+        word = word[:-1]
+    return word
+
+
+_PORTER_STEPS: tuple[Callable[[str], str], ...] = (
+    _step1a, _step1b, _step1c, _step2, _step3, _step4, _step5,
+)  # fmt: skip
+
+
+@functools.lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """Porter-stem a lower-case ASCII word.
+
+    This is Martin Porter's reference implementation of the 1980 algorithm (the one that produces
+    the official ``voc.txt``/``output.txt`` test vocabulary), including its two documented
+    departures from the paper: step 2 maps ``bli``→``ble`` (not ``abli``→``able``) and adds
+    ``logi``→``log``.
+
+    Args:
+        word: a token.
+
+    Returns:
+        The stem; words shorter than 3 letters and anything that is not purely lower-case ASCII
+        letters (digits, non-ASCII, identifiers with ``- _ . / :``) come back unchanged.
+
+    Example:
+        >>> stem("caresses"), stem("running"), stem("expires")
+        ('caress', 'run', 'expir')
+    """
+    if len(word) < 3 or _ASCII_WORD_RE.fullmatch(word) is None:
+        return word
+    for step in _PORTER_STEPS:
+        word = step(word)
+    return word
+
+
+# --------------------------------------------------------------------------------------------
+# Tokens
+# --------------------------------------------------------------------------------------------
+
+
+def _scan(normalized: str) -> Iterator[tuple[bool, str]]:
+    """Yield ``(is_cjk_run, chunk)`` in text order: Latin identifiers and CJK runs."""
+    for match in _SCAN_RE.finditer(_APOS_RE.sub("", normalized)):
+        cjk = match.group("cjk")
+        yield (True, cjk) if cjk else (False, match.group())
+
+
+def _latin_tokens(normalized: str) -> list[str]:
+    return [chunk for cjk, chunk in _scan(normalized) if not cjk]
+
+
+def _is_identifier(token: str) -> bool:
+    return any(ch in _SEPARATORS for ch in token)
+
+
+def _atoms(segment: str) -> list[str]:
+    """The non-empty parts of ``segment`` split at - . _ : @ (none if it has no separator)."""
+    parts = [p for p in _PART_SPLIT_RE.split(segment) if p]
+    return [] if parts == [segment] else parts
+
+
+def _parts(token: str) -> list[str]:
+    """Parts of an identifier: for a path each segment followed by that segment's atoms."""
+    if "/" not in token:
+        return _atoms(token)
+    out: list[str] = []
+    for segment in token.split("/"):
+        if segment:
+            out.append(segment)
+            out.extend(_atoms(segment))
+    return out
+
+
+def _expand(tokens: Iterable[str]) -> list[str]:
+    out: list[str] = []
+    for token in tokens:
+        out.append(token)
+        out.extend(_parts(token))
+    return out
+
+
+def words(text: str) -> list[str]:
+    """Latin and number tokens of ``text`` in order, duplicates kept (for term frequency).
+
+    ``text`` is normalized first. Identifiers (``clear-cache``, ``user_id``, ``v2.1``,
+    ``/ops/clear-cache``, ``bob@example.com``) are emitted whole and then part by part; for paths
+    each segment follows, then that segment's own parts. A trailing sentence period is never part
+    of a token. A lone letter joined by an apostrophe is dropped (``don't`` → ``don``). CJK
+    characters are not returned.
+
+    Args:
+        text: any text.
+
+    Returns:
+        The tokens.
+
+    Example:
+        >>> words("user_id v2.1, port 8001.")
+        ['user_id', 'user', 'id', 'v2.1', 'v2', '1', 'port', '8001']
+    """
+    return _expand(_latin_tokens(normalize(text)))
+
+
+def _latin_terms(token: str) -> list[str]:
+    return [stem(w) for w in _expand([token]) if w not in STOP_WORDS]
+
+
+def _cjk_terms(run: str) -> list[str]:
+    """Each character (unless a stop character) followed by the bigram starting there."""
+    out: list[str] = []
+    for i, ch in enumerate(run):
+        if ch not in CJK_STOP_CHARS:
+            out.append(ch)
+        if i + 1 < len(run):
+            out.append(run[i : i + 2])
+    return out
+
+
+def content_terms(text: str) -> list[str]:
+    """Terms for BM25 indexing and for matching a query against content (duplicates kept).
+
+    Latin tokens come from :func:`words` minus :data:`STOP_WORDS`, plain words Porter-stemmed,
+    identifiers unchanged. Each CJK run yields, position by position, the character (unless it is
+    in :data:`CJK_STOP_CHARS`) and the bigram starting there, so stop characters still appear
+    inside bigrams.
+
+    Args:
+        text: any text.
+
+    Returns:
+        The terms in text order.
+
+    Example:
+        >>> content_terms("The orders 超时了")
+        ['order', '超', '超时', '时', '时了']
+    """
+    terms: list[str] = []
+    for cjk, chunk in _scan(normalize(text)):
+        terms.extend(_cjk_terms(chunk) if cjk else _latin_terms(chunk))
+    return terms
+
+
+def query_units(text: str) -> list[str]:
+    """The unit sequence used for lexicon matching.
+
+    Each Latin identifier is one unit (whole, not split into parts; plain words stemmed) and each
+    CJK character is one unit; punctuation and spaces only separate units.
+
+    Args:
+        text: any text (normalized here).
+
+    Returns:
+        The units in text order.
+
+    Example:
+        >>> query_units("Orders 超时 /ops/clear-cache")
+        ['order', '超', '时', '/ops/clear-cache']
+    """
+    units: list[str] = []
+    for cjk, chunk in _scan(normalize(text)):
+        if cjk:
+            units.extend(chunk)
+        else:
+            units.append(stem(chunk))
+    return units
+
+
+# --------------------------------------------------------------------------------------------
+# Cue derivation
+# --------------------------------------------------------------------------------------------
+
+_MAX_QUOTE_WORDS = 6
+_MAX_QUOTE_CJK = 12
+_MAX_NAME_WORDS = 4
+_MIN_CJK_TERM, _MAX_CJK_TERM = 2, 8
+_MAX_CUE_CHARS = 128
+
+
+def _mask(regex: re.Pattern[str], text: str) -> str:
+    """Blank out every match with spaces of the same length (positions are kept)."""
+    return regex.sub(lambda m: " " * len(m.group()), text)
+
+
+def _quote_cue(span: str) -> str | None:
+    span = span.strip(" .,;:!?")
+    n_cjk = len(_CJK_CHAR_RE.findall(span))
+    if not span or len(span.split()) > _MAX_QUOTE_WORDS or n_cjk > _MAX_QUOTE_CJK:
+        return None
+    return span
+
+
+def _command_cue(span: str) -> str | None:
+    """The program name of a backtick span that looks like a command line (``curl -X ...``)."""
+    parts = span.split()
+    if len(parts) < 2 or _COMMAND_RE.fullmatch(parts[0]) is None or parts[0] in STOP_WORDS:
+        return None
+    return parts[0]
+
+
+def _quoted_cues(text: str) -> list[str]:
+    found: list[tuple[int, str]] = []
+    unfenced = _mask(_FENCE_RE, text)  # fenced blocks are code, not short quotations
+    for regex in _QUOTE_RES:
+        for match in regex.finditer(unfenced):
+            cues = [_quote_cue(match.group(1))]
+            if match.group().startswith("`"):
+                cues.append(_command_cue(match.group(1)))
+            found.extend((match.start(), c) for c in cues if c)
+    found.sort(key=lambda item: item[0])  # stable: cues of one quotation keep their order
+    return [cue for _, cue in found]
+
+
+def _is_salient_identifier(token: str) -> bool:
+    """An identifier worth a cue: some part has a digit or is a 2+ letter non-stop word."""
+    parts = _PART_SPLIT_RE.split(token.replace("/", "."))
+    return any(any(c.isdigit() for c in p) or (len(p) >= 2 and p not in STOP_WORDS) for p in parts)
+
+
+def _identifier_cues(text: str) -> list[str]:
+    out: list[str] = []
+    for token in _latin_tokens(text):
+        if not _is_identifier(token) or not _is_salient_identifier(token):
+            continue
+        out.append(token)
+        if "/" in token:  # path segments that are identifiers themselves: clear-cache, main.py
+            out.extend(s for s in token.split("/") if _is_identifier(s))
+    return out
+
+
+def _url_hosts(text: str) -> list[str]:
+    return [m.group("host").strip(".") for m in _URL_RE.finditer(text)]
+
+
+def _number_cues(text: str) -> list[str]:
+    out: list[str] = []
+    for match in _NUMBER_RE.finditer(text):
+        cur, num, unit = match.group("cur") or "", match.group("num"), match.group("unit") or ""
+        if cur or unit or sum(c.isdigit() for c in num) >= 2:
+            out.append(cur + num.replace(",", "") + unit)
+    return out
+
+
+def _date_cue(match: re.Match[str]) -> str | None:
+    """``YYYY-MM-DD`` (or ``YYYY-MM`` without a day) for a valid calendar date, else None."""
+    groups = match.groupdict()
+    year = int(groups["y"])
+    month = _MONTHS[groups["mon"]] if groups.get("mon") else int(groups["m"])
+    day = int(groups["d"]) if groups.get("d") else None
+    try:
+        date(year, month, day or 1)
+    except ValueError:
+        return None
+    return f"{year:04d}-{month:02d}" + (f"-{day:02d}" if day else "")
+
+
+def _date_cues(text: str) -> tuple[list[str], str]:
+    """Date cues (each followed by its year) and ``text`` with the dates blanked out."""
+    found: list[tuple[int, str]] = []
+
+    def blank(match: re.Match[str]) -> str:
+        cue = _date_cue(match)
+        if cue is None:
+            return match.group()
+        found.append((match.start(), cue))
+        return " " * len(match.group())  # same length, so later positions stay comparable
+
+    for regex in _DATE_RES:  # most specific first; each blanks what it consumed
+        text = regex.sub(blank, text)
+    found.sort(key=lambda item: item[0])
+    return [c for _, cue in found for c in (cue, cue[:4])], text
+
+
+def _is_name_word(token: str) -> bool:
+    """A Capitalized word (``Redis``, ``GitHub``) or an acronym of 2+ letters (``API``, ``EC2``)."""
+    if not token.isalnum() or token.casefold() in _UNIT_SET:  # "10 GB": a unit, not a name
+        return False
+    capitalized = token[0].isupper() and any(c.islower() for c in token)
+    acronym = token.isupper() and sum(c.isalpha() for c in token) >= 2
+    return capitalized or acronym
+
+
+def _is_common(word: str) -> bool:
+    folded = word.casefold()
+    return folded in STOP_WORDS or folded in _CALENDAR_WORDS
+
+
+def _capitalized_runs(text: str) -> list[list[str]]:
+    """Maximal runs of name words separated only by spaces or tabs (not newlines)."""
+    runs: list[list[str]] = [[]]
+    last_end = 0
+    for match in _ID_RE.finditer(text):
+        word = match.group() if _is_name_word(match.group()) else ""
+        gap = text[last_end : match.start()]
+        if not word or not gap or gap.strip(" \t"):
+            runs.append([])
+        if word:
+            runs[-1].append(word)
+        last_end = match.end()
+    return [run for run in runs if run]
+
+
+def _run_cues(run: list[str]) -> list[str]:
+    """A name run trimmed of stop/calendar words at its ends, then each of its words alone."""
+    while run and _is_common(run[0]):
+        run = run[1:]
+    while run and _is_common(run[-1]):
+        run = run[:-1]
+    whole = [" ".join(run)] if 2 <= len(run) <= _MAX_NAME_WORDS else []
+    return whole + [w for w in run if not _is_common(w)]
+
+
+def _name_cues(content: str) -> list[str]:
+    # Case matters here, so work on the original text (NFKC and punctuation only, no casefold);
+    # code spans and URLs are not names.
+    text = unicodedata.normalize("NFKC", content).translate(_PUNCT_TABLE)
+    text = _APOS_RE.sub("", _CODE_OR_URL_RE.sub(" | ", text))
+    return [cue for run in _capitalized_runs(text) for cue in _run_cues(run)]
+
+
+def _chinese_cues(text: str) -> list[str]:
+    out: list[str] = []
+    for run in _CJK_RUN_RE.findall(text):
+        pieces = _CJK_SPLIT_RE.split(run)
+        out.extend(p for p in pieces if _MIN_CJK_TERM <= len(p) <= _MAX_CJK_TERM)
+    return out
+
+
+def _is_salient_word(word: str) -> bool:
+    if _is_identifier(word) or word.isdigit():
+        return False
+    if word in STOP_WORDS or word in _CALENDAR_WORDS or word in _WEB_PARTS:
+        return False
+    return len(word) >= 3 or any(c.isdigit() for c in word)
+
+
+def _salient_cues(text: str) -> list[str]:
+    return [w for w in _expand(_latin_tokens(text)) if _is_salient_word(w)]
+
+
+def _is_valid_cue(cue: str) -> bool:
+    return 0 < len(cue) <= _MAX_CUE_CHARS and any(c.isalnum() for c in cue)
+
+
+def _first_unique(buckets: Iterable[Iterable[str]], limit: int) -> list[str]:
+    out: list[str] = []
+    seen: set[str] = set()  # membership only; the order comes from ``out``
+    for bucket in buckets:
+        for raw in bucket:
+            cue = normalize(raw)
+            if cue not in seen and _is_valid_cue(cue):
+                seen.add(cue)
+                out.append(cue)
+                if len(out) >= limit:
+                    return out
+    return out
+
+
+def derive_cues(content: str, *, limit: int = 48) -> list[str]:
+    """Derive retrieval cues from ``content`` by rule, deterministically.
+
+    Cues are normalized, de-duplicated and ordered by kind, then by first occurrence:
+
+    1. quoted terms (``"..."``, ``'...'``, backticks, ``「...」``, ``“...”``) of at most 6
+       words and 12 CJK characters, and the program name of a backtick command (``curl``);
+    2. identifiers with separators (``clear-cache``, ``user_id``, ``v2.1``, ``config.yaml``),
+       paths (``/ops/clear-cache``) followed by their identifier segments (``main.py``);
+    3. URL hosts (``api.example.com``); the rest of a URL yields nothing;
+    4. numbers: a unit is attached without a space (``5 ms`` → ``5ms``, ``10 GB`` → ``10gb``,
+       ``30 %`` → ``30%``), a currency sign is kept (``$20``), thousands separators are dropped
+       (``10,000`` → ``10000``), plain numbers need 2+ digits (``8001``);
+    5. dates as ``YYYY-MM-DD`` (ISO, ``8 May, 2023``, ``May 8, 2023``, ``2023年5月8日``) or
+       ``YYYY-MM`` (``May 2023``), each followed by its year ``YYYY``;
+    6. names from the original casing: runs of Capitalized words or acronyms (``New York``,
+       ``API``), trimmed of stop words and month/weekday names, then each word alone;
+    7. Chinese terms: CJK runs split at :data:`CJK_FUNCTION_WORDS` and :data:`CJK_STOP_CHARS`,
+       pieces of 2-8 characters kept whole (longer pieces are dropped, never cut);
+    8. salient words: other Latin words and identifier parts, not stop words, 3+ letters or
+       containing a digit, unstemmed.
+
+    Args:
+        content: the memory text.
+        limit: the maximum number of cues returned.
+
+    Returns:
+        At most ``limit`` cues, none empty, none pure punctuation, none over 128 characters.
+
+    Example:
+        >>> derive_cues("The API uses port 8001")
+        ['8001', 'api', 'uses', 'port']
+    """
+    if limit <= 0:
+        return []
+    text = normalize(content)
+    rest = _mask(_URL_RE, text)
+    dates, rest = _date_cues(rest)
+    buckets = (
+        _quoted_cues(text),
+        _identifier_cues(rest),
+        _url_hosts(text),
+        _number_cues(rest),
+        dates,
+        _name_cues(content),
+        _chinese_cues(rest),
+        _salient_cues(rest),
+    )
+    return _first_unique(buckets, limit)
+
+
+# --------------------------------------------------------------------------------------------
+# Cue lexicon
+# --------------------------------------------------------------------------------------------
+
+# What a key holds: one cue string (the common case, no tuple allocated) or several, sorted.
+_Held: TypeAlias = "str | tuple[str, ...]"
+
+
+def _as_tuple(held: _Held) -> tuple[str, ...]:
+    return (held,) if isinstance(held, str) else held
+
+
+class CueLexicon:
+    """Known cues, found in a query by longest match over :func:`query_units`.
+
+    The trie is stored flattened: a dict from each cue's unit tuple to the cue string(s) ending
+    there, plus the set of key lengths present. Looking up the longest key at a position costs
+    one dict probe per distinct key length (O(units × longest key) for a whole query) and no
+    intermediate node is ever allocated, which keeps a million cues at roughly 200-250 bytes each.
+
+    Cues are normalized on the way in and returned normalized. Several cue strings may share a
+    key (``orders`` and ``order`` both key ``('order',)``): all of them are returned, sorted, so
+    the output never depends on the order cues were added. ``add`` is reference counted.
+
+    Example:
+        >>> lex = CueLexicon()
+        >>> for cue in ("订单超时", "超时", "port", "orders"):
+        ...     lex.add(cue)
+        >>> lex.match("上次订单超时怎么修的")
+        ['订单超时']
+        >>> lex.match("support the port order")
+        ['port', 'orders']
+    """
+
+    def __init__(self) -> None:
+        self._refs: dict[str, int] = {}
+        self._keys: dict[tuple[str, ...], _Held] = {}
+        self._length_counts: dict[int, int] = {}
+        self._lengths: tuple[int, ...] = ()  # distinct key lengths, longest first
+
+    def __len__(self) -> int:
+        return len(self._refs)
+
+    def __contains__(self, cue: object) -> bool:
+        return isinstance(cue, str) and normalize(cue) in self._refs
+
+    def add(self, cue: str) -> None:
+        """Add one reference to ``cue`` (an empty normalized cue is ignored)."""
+        norm = normalize(cue)
+        if not norm:
+            return
+        count = self._refs.get(norm, 0)
+        self._refs[norm] = count + 1
+        if count == 0:
+            self._insert(norm)
+
+    def discard(self, cue: str) -> None:
+        """Drop one reference to ``cue``; unknown cues are a no-op."""
+        norm = normalize(cue)
+        count = self._refs.get(norm, 0)
+        if count > 1:
+            self._refs[norm] = count - 1
+        elif count == 1:
+            del self._refs[norm]
+            self._remove(norm)
+
+    def match(self, query: str) -> list[str]:
+        """The known cues in ``query``, ordered by first occurrence, without duplicates.
+
+        Left to right, the longest cue key starting at a unit is taken and the scan resumes
+        after it; in addition every unit, and every part of an identifier unit (``/ops/x-y`` →
+        ``ops``, ``x-y``, ``x``, ``y``), is looked up as a single-unit key. Latin units are whole
+        words, so ``port`` is never found inside ``support``; CJK units are characters, so
+        ``订单超时`` is found anywhere.
+
+        Args:
+            query: free text (normalized here).
+
+        Returns:
+            The matched cue strings.
+        """
+        units = query_units(query)
+        found: dict[str, None] = {}
+        resume = 0
+        for i, unit in enumerate(units):
+            if i >= resume:
+                resume, cues = self._longest(units, i)
+                found.update(dict.fromkeys(cues))
+            for single in (unit, *(stem(p) for p in _parts(unit))):
+                found.update(dict.fromkeys(_as_tuple(self._keys.get((single,), ()))))
+        return list(found)
+
+    def _longest(self, units: list[str], start: int) -> tuple[int, tuple[str, ...]]:
+        """End (exclusive) and cues of the longest key at ``start``; ``(start + 1, ())`` if none."""
+        for length in self._lengths:
+            if start + length <= len(units):
+                held = self._keys.get(tuple(units[start : start + length]))
+                if held is not None:
+                    return start + length, _as_tuple(held)
+        return start + 1, ()
+
+    def _key_of(self, cue: str) -> tuple[str, ...]:
+        units = query_units(cue)
+        if units == [cue]:
+            return (cue,)  # share the string object the reference count already holds
+        # Interned: units such as CJK characters and common words recur across many keys.
+        return tuple(sys.intern(u) for u in units)
+
+    def _insert(self, cue: str) -> None:
+        key = self._key_of(cue)
+        if not key:  # punctuation only: counted, but no query can ever contain it
+            return
+        held = self._keys.get(key)
+        self._keys[key] = cue if held is None else tuple(sorted((*_as_tuple(held), cue)))
+        if held is None:
+            self._count_length(len(key), 1)
+
+    def _remove(self, cue: str) -> None:
+        key = self._key_of(cue)
+        held = self._keys.get(key)
+        if held is None:
+            return
+        rest = tuple(c for c in _as_tuple(held) if c != cue)
+        if rest:
+            self._keys[key] = rest[0] if len(rest) == 1 else rest
+        else:
+            del self._keys[key]
+            self._count_length(len(key), -1)
+
+    def _count_length(self, length: int, delta: int) -> None:
+        count = self._length_counts.get(length, 0) + delta
+        if count:
+            self._length_counts[length] = count
+        else:
+            del self._length_counts[length]
+        if count == 0 or (count == 1 and delta == 1):  # a length appeared or vanished
+            self._lengths = tuple(sorted(self._length_counts, reverse=True))

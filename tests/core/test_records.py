@@ -1,0 +1,142 @@
+"""Memory records: validation names the field and value, and a failed add leaves the store as it was."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from cuemap_integrations import (
+    CueMap,
+    DuplicateIdError,
+    MemoryRecord,
+    MemoryType,
+    NotFoundError,
+    ValidationError,
+)
+
+T = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+
+
+def snapshot(cm: CueMap) -> list[dict[str, object]]:
+    return [r.to_dict() for r in cm.memories()]
+
+
+@pytest.mark.parametrize(
+    ("options", "field", "shown"),
+    [
+        ({"content": ""}, "content", "''"),
+        ({"content": "   "}, "content", "'   '"),
+        ({"content": 42}, "content", "42"),
+        ({"content": "ok", "cues": ["fine", 7]}, "cues", "7"),
+        ({"content": "ok", "cues": "single"}, "cues", "'single'"),
+        ({"content": "ok", "type": "opinion"}, "type", "'opinion'"),
+        ({"content": "ok", "created_at": datetime(2026, 1, 1)}, "created_at", "datetime"),
+        ({"content": "ok", "created_at": "yesterday"}, "created_at", "'yesterday'"),
+        ({"content": "ok", "expires_at": "2026-13-01T00:00:00+00:00"}, "expires_at", "2026-13-01"),
+        ({"content": "ok", "metadata": {"x": float("nan")}}, "metadata.x", "nan"),
+        ({"content": "ok", "metadata": {"x": object()}}, "metadata.x", "object"),
+        ({"content": "ok", "namespace": ""}, "namespace", "''"),
+        ({"content": "ok", "colour": "red"}, "add option", "'colour'"),
+    ],
+)
+def test_bad_fields_raise_naming_field_and_value(cm: CueMap, options, field, shown) -> None:
+    cm.add("An existing memory", memory_id="keep")
+    before = snapshot(cm)
+    content = options.pop("content")
+    with pytest.raises(ValidationError) as info:
+        cm.add(content, **options)
+    assert info.value.field == field
+    assert shown in str(info.value)
+    assert str(info.value).startswith(f"invalid {field}=")
+    assert snapshot(cm) == before
+
+
+def test_duplicate_id_is_refused_and_nothing_changes(cm: CueMap) -> None:
+    cm.add("first", memory_id="a")
+    before = snapshot(cm)
+    with pytest.raises(DuplicateIdError) as info:
+        cm.add("second", memory_id="a")
+    assert "memory_id='a'" in str(info.value)
+    assert snapshot(cm) == before
+    # the same id in another namespace is fine: ids are unique per namespace
+    cm.add("second", memory_id="a", namespace="other")
+    assert cm.get("a", namespace="other").content == "second"
+
+
+def test_add_many_is_all_or_nothing(cm: CueMap) -> None:
+    cm.add("kept", memory_id="k")
+    with pytest.raises(ValidationError) as info:
+        cm.add_many([{"content": "fine one"}, {"content": "bad", "type": "nope"}])
+    assert info.value.field == "type"
+    with pytest.raises(DuplicateIdError):
+        cm.add_many([{"content": "x", "memory_id": "d"}, {"content": "y", "memory_id": "d"}])
+    assert [r.memory_id for r in cm.memories()] == ["k"]
+    assert len(cm.recall("fine one")) == 0
+
+
+def test_generated_ids_are_stable_and_unique(clock) -> None:
+    def ids() -> list[str]:
+        with CueMap(clock=clock) as store:
+            return [store.add(text).memory_id for text in ("alpha", "beta", "alpha")]
+
+    first = ids()
+    assert first == ids()
+    assert len(set(first)) == 3
+    assert first[2].startswith(first[0])
+
+
+def test_record_defaults_and_round_trip(cm: CueMap, clock) -> None:
+    rec = cm.add(
+        "The API uses port 8001",
+        type="convention",
+        tags=["API", "Infra"],
+        source="chat",
+        metadata={"speaker": "ana", "nested": {"n": [1, 2.5, None]}},
+    )
+    assert rec.type is MemoryType.CONVENTION
+    assert rec.namespace == "default"
+    assert rec.created_at == rec.updated_at == clock.now
+    assert rec.tags == ("api", "infra")
+    assert rec.cue_origin == "derived" and "8001" in rec.cues
+    assert MemoryRecord.from_dict(rec.to_dict()) == rec
+
+
+def test_caller_metadata_is_copied_not_shared(cm: CueMap) -> None:
+    meta = {"a": [1]}
+    rec = cm.add("copy check", metadata=meta)
+    meta["a"].append(2)
+    assert cm.get(rec.memory_id).metadata == {"a": [1]}
+
+
+def test_timestamps_become_utc_and_offsets_are_kept_exact(cm: CueMap) -> None:
+    rec = cm.add("tz", created_at="2026-01-02T08:00:00+08:00")
+    assert rec.created_at == datetime(2026, 1, 2, 0, 0, tzinfo=timezone.utc)
+    assert rec.created_at.tzinfo == timezone.utc
+
+
+def test_get_update_delete_and_not_found(cm: CueMap, clock) -> None:
+    rec = cm.add("The staging API uses port 8002", memory_id="p")
+    clock.advance(days=1)
+    new = cm.update("p", content="The staging API uses port 9000")
+    assert new.updated_at > rec.updated_at and new.created_at == rec.created_at
+    assert "9000" in new.cues and "8002" not in new.cues  # derived cues follow the content
+    assert cm.recall("port 9000").memory_ids == ["p"]
+    assert cm.recall("8002").memory_ids == []
+    with pytest.raises(ValidationError):
+        cm.update("p", colour="red")
+    with pytest.raises(ValidationError):
+        cm.update("p", type="opinion")
+    assert cm.get("p").evolve(access_count=0, last_accessed=None) == new
+    assert cm.delete("p").memory_id == "p"
+    with pytest.raises(NotFoundError) as info:
+        cm.get("p")
+    assert "memory_id='p'" in str(info.value)
+    with pytest.raises(KeyError):
+        cm.delete("p")
+
+
+def test_given_cues_survive_a_content_update(cm: CueMap) -> None:
+    cm.add("Deploys go out on Tuesdays", memory_id="d", cues=["Release Day"])
+    new = cm.update("d", content="Deploys go out on Thursdays")
+    assert new.cues == ("release day",) and new.cue_origin == "given"

@@ -1,0 +1,118 @@
+"""Continuous recall sessions: follow-ups without cues, topic switches, persistence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cuemap_integrations import CueMap
+
+from ..conftest import ORDER_TIMEOUT_EN, ORDER_TIMEOUT_ZH, load
+
+# Another fix, of another topic: "how did we fix it?" alone cannot tell the two apart.
+DISTRACTOR_EN = ("login-fix", "Fixed the flaky login test by pinning the browser version", "fact")
+
+
+@pytest.fixture
+def en(cm: CueMap) -> CueMap:
+    load(cm, [*ORDER_TIMEOUT_EN, DISTRACTOR_EN])
+    return cm
+
+
+@pytest.fixture
+def zh(cm: CueMap) -> CueMap:
+    load(cm, ORDER_TIMEOUT_ZH)
+    return cm
+
+
+def test_english_follow_up_finds_the_fix_only_through_the_session(en: CueMap) -> None:
+    follow_up = "how did we fix it?"
+    stateless = en.recall(follow_up, k=2)
+    assert set(stateless.memory_ids) == {"fix", "login-fix"}
+    assert abs(stateless[0].score - stateless[1].score) < 0.5  # no way to tell which "it"
+    session = en.session("chat-en")
+    assert session.recall("why were orders timing out?", k=2).memory_ids[0] == "cause"
+    result = session.recall(follow_up, k=3, explain=True)
+    assert result.memory_ids[0] == "fix"
+    assert result[0].breakdown.session_cues  # found because of what turn 1 recalled
+    assert result.trace is not None and result.trace.expanded_cues
+
+
+def test_chinese_follow_up_without_cues(zh: CueMap) -> None:
+    stateless = zh.recall("后来怎么修的", k=1).memory_ids
+    assert stateless != ["zh-fix"]
+    session = zh.session("chat-zh")
+    assert session.recall("订单超时 是什么问题", k=2).memory_ids[0] == "zh-cause"
+    result = session.recall("后来怎么修的", k=3, explain=True)
+    assert result.memory_ids[0] == "zh-fix"
+    assert "订单超时" in result[0].breakdown.session_cues
+
+
+@pytest.mark.parametrize(
+    ("fixture", "turns", "switch", "expected"),
+    [
+        ("en", ["why were orders timing out?", "how did we fix it?"],
+         "which port does the API use?", "port"),
+        ("zh", ["订单超时 是什么问题", "后来怎么修的"], "接口用哪个端口", "zh-port"),
+    ],
+)  # fmt: skip
+def test_topic_switch_is_not_dragged_back(request, fixture, turns, switch, expected) -> None:
+    cm: CueMap = request.getfixturevalue(fixture)
+    session = cm.session("switch")
+    for turn in turns:
+        session.recall(turn)
+    result = session.recall(switch, explain=True)
+    assert result.memory_ids[0] == expected
+    top_old = [h for h in result if h.breakdown.session_cues and not h.breakdown.matched_cues]
+    assert all(h.score < result[0].score for h in top_old)
+
+
+def test_session_carries_bounded_history_with_decay(en: CueMap) -> None:
+    session = en.session("h")
+    session.recall("why were orders timing out?")
+    first = dict(session.carried_cues())
+    assert first and max(first.values()) == 1.0
+    session.recall("which port does the API use?")
+    weights = dict(session.carried_cues())
+    assert weights["8001"] == 1.0
+    assert 0 < weights["redis"] < 1.0  # one turn older: decayed
+    for _ in range(en.config.session_history):
+        session.recall("bike tyre")
+    assert "redis" not in dict(session.carried_cues())
+
+
+def test_skip_shown_and_reset(en: CueMap) -> None:
+    session = en.session("s", skip_shown=True)
+    first = session.recall("which port does the API use?", k=1).memory_ids
+    assert first == ["port"]
+    assert "port" not in session.recall("which port does the API use?", k=3).memory_ids
+    session.reset()
+    assert session.turn == 0 and session.shown == () and session.carried_cues() == []
+    assert session.recall("which port does the API use?", k=1).memory_ids == ["port"]
+
+
+def test_session_survives_a_restart(tmp_path: Path, clock) -> None:
+    db = tmp_path / "memory.db"
+    with CueMap(db, clock=clock) as cm:
+        load(cm, ORDER_TIMEOUT_ZH)
+        cm.session("thread-7").recall("订单超时 是什么问题")
+    with CueMap(db, clock=clock) as cm:
+        session = cm.session("thread-7")
+        assert session.turn == 1
+        assert session.recall("后来怎么修的", k=1).memory_ids == ["zh-fix"]
+        assert cm.session("another-thread").turn == 0
+
+
+def test_sessions_are_per_namespace(cm: CueMap) -> None:
+    load(cm, ORDER_TIMEOUT_ZH, namespace="a")
+    cm.add("unrelated", namespace="b")
+    cm.session("t", namespace="a").recall("订单超时 是什么问题")
+    other = cm.session("t", namespace="b")
+    assert other.turn == 0 and other.recall("后来怎么修的").memory_ids == []
+
+
+async def test_session_async(zh: CueMap) -> None:
+    session = zh.session("async")
+    await session.arecall("订单超时 是什么问题")
+    assert (await session.arecall("后来怎么修的", k=1)).memory_ids == ["zh-fix"]

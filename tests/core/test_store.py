@@ -1,0 +1,138 @@
+"""The SQLite store: migrations, WAL, durability, reopen gives identical rankings."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import stat
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cuemap_integrations import CueMap, StoreError
+from cuemap_integrations.store import MIGRATIONS, SQLiteStore
+
+from ..conftest import ORDER_TIMEOUT_EN, ORDER_TIMEOUT_ZH, T0, FakeClock, load
+
+
+def test_new_file_is_owner_only_wal_and_versioned(tmp_path: Path) -> None:
+    db = tmp_path / "sub" / "m.db"
+    with SQLiteStore(db) as store:
+        assert store.schema_version == len(MIGRATIONS)
+        mode = store._conn.execute("PRAGMA journal_mode").fetchone()[0]
+    assert mode == "wal"
+    assert stat.S_IMODE(db.stat().st_mode) == 0o600
+
+
+def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    SQLiteStore(db).close()
+    conn = sqlite3.connect(db)
+    conn.execute(f"PRAGMA user_version={len(MIGRATIONS) + 1}")
+    conn.close()
+    with pytest.raises(StoreError, match="schema version"):
+        CueMap(db)
+
+
+def test_not_a_database_is_a_store_error(tmp_path: Path) -> None:
+    bad = tmp_path / "junk.db"
+    bad.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(StoreError):
+        CueMap(bad)
+
+
+def test_atomic_rolls_back_nested_savepoints(tmp_path: Path) -> None:
+    with SQLiteStore(tmp_path / "m.db") as store:
+        with store.atomic():
+            store._conn.execute("CREATE TABLE t (x)")
+            with pytest.raises(RuntimeError), store.atomic():
+                store._conn.execute("INSERT INTO t VALUES (1)")
+                raise RuntimeError("inner fails")
+            store._conn.execute("INSERT INTO t VALUES (2)")
+        assert store._conn.execute("SELECT x FROM t").fetchall() == [(2,)]
+
+
+def test_sql_looking_text_is_stored_verbatim(tmp_path: Path) -> None:
+    text = "Robert'); DROP TABLE memories;-- \" OR 1=1"
+    with CueMap(tmp_path / "m.db") as cm:
+        cm.add(text, memory_id="x'; --", cues=["'; drop table"])
+    with CueMap(tmp_path / "m.db") as cm:
+        assert cm.get("x'; --").content == text
+        assert len(cm) == 1
+
+
+def test_reopen_keeps_records_sessions_and_access(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    clock = FakeClock()
+    with CueMap(db, clock=clock) as cm:
+        load(cm, ORDER_TIMEOUT_EN)
+        cm.recall("port 8001")
+        before = [r.to_dict() for r in cm.memories()]
+    with CueMap(db, clock=clock) as cm:
+        assert [r.to_dict() for r in cm.memories()] == before
+        assert cm.get("port").access_count == 1
+
+
+QUERIES = ["port", "订单超时", "cache fix", "schema backup", "how do I like answers", "curl"]
+texts = st.text(
+    alphabet=st.sampled_from(list("abc xyz 订单超时缓存修复 8001-_./")), min_size=1, max_size=40
+)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(extra=st.lists(texts.filter(lambda s: s.strip()), max_size=8), deletes=st.integers(0, 3))
+def test_close_and_reopen_gives_identical_rankings(
+    tmp_path: Path, extra: list[str], deletes: int
+) -> None:
+    db = tmp_path / f"p{abs(hash((tuple(extra), deletes)))}.db"
+    clock = FakeClock(T0)
+    with CueMap(db, clock=clock, config={"track_access": False}) as cm:
+        load(cm, ORDER_TIMEOUT_EN + ORDER_TIMEOUT_ZH)
+        for text in extra:
+            cm.add(text, tags=text.split()[:2])
+        for record in cm.memories()[:deletes]:
+            cm.delete(record.memory_id)
+        before = [[(h.memory_id, h.score) for h in cm.recall(q, k=10)] for q in QUERIES + extra]
+    with CueMap(db, clock=clock, config={"track_access": False}) as cm:
+        after = [[(h.memory_id, h.score) for h in cm.recall(q, k=10)] for q in QUERIES + extra]
+    assert after == before
+    db.unlink()
+
+
+def test_acknowledged_add_survives_sigkill(tmp_path: Path) -> None:
+    db = tmp_path / "crash.db"
+    child = textwrap.dedent(
+        f"""
+        import os, sys
+        from cuemap_integrations import CueMap
+        cm = CueMap({str(db)!r})
+        for i in range(200):
+            cm.add(f"memory number {{i}} about topic {{i % 7}}", memory_id=f"m{{i}}")
+            print(i, flush=True)
+        sys.stdin.readline()  # wait to be killed, never closing the store
+        """
+    )
+    acknowledged = -1
+    with subprocess.Popen(
+        [sys.executable, "-c", child], stdout=subprocess.PIPE, stdin=subprocess.PIPE, text=True
+    ) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            acknowledged = int(line)
+            if acknowledged == 120:
+                os.kill(proc.pid, signal.SIGKILL)
+                break
+        proc.wait()
+    assert acknowledged == 120
+    with CueMap(db) as cm:
+        assert all(f"m{i}" in cm for i in range(acknowledged + 1))
+        assert cm._store.integrity_errors() == []
+        assert cm.recall("memory number 120 topic").memory_ids[0] == "m120"
