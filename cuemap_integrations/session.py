@@ -16,8 +16,8 @@ Example:
     >>> s = cm.session("chat-1")
     >>> s.recall("why do orders time out?", k=1).memory_ids
     ['cause']
-    >>> s.recall("how did we fix it?", k=2).memory_ids
-    ['fix', 'other-fix']
+    >>> s.recall("how did we fix it?", k=1).memory_ids
+    ['fix']
 """
 
 from __future__ import annotations

@@ -148,7 +148,9 @@ _PART_SPLIT_RE = re.compile(r"[-._:@]+")
 _SEPARATORS = frozenset("-._:@/")
 _ASCII_WORD_RE = re.compile(r"[a-z]+")
 
-_URL = r"[a-z][a-z0-9+.\-]*://(?:[^\s/?#@]*@)?(?P<host>[^\s/?#:\"'<>`]+)[^\s\"'<>`]*"
+# The scheme starts at a word edge and is short: otherwise every position of a long "a-a-a-..."
+# token would start a scan to its end (quadratic time).
+_URL = r"(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]{0,31}://(?:[^\s/?#@]*@)?(?P<host>[^\s/?#:\"'<>`]+)[^\s\"'<>`]*"
 _URL_RE = re.compile(_URL)
 _CODE_OR_URL_RE = re.compile(rf"`[^`]*`|{_URL}", re.IGNORECASE)
 _FENCE_RE = re.compile(r"```.*?```")
