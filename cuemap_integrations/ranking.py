@@ -252,13 +252,18 @@ def _explain(
 ) -> ScoreBreakdown:
     doc = index.docs[seq]
     cues, tags = set(doc.cues), set(doc.tags)
+    carried = cues | tags
     terms = {term for term, _ in doc.terms}
     return ScoreBreakdown(
         contributions=parts,
         matched_cues=tuple(
             _first_in(group, cues) for group in plan.cues if not cues.isdisjoint(group)
         ),
-        session_cues=tuple(c for c, _ in plan.expanded if c in cues or c in tags),
+        session_cues=tuple(
+            _first_in(group, carried)
+            for group, _ in plan.expanded_concepts
+            if not carried.isdisjoint(group)
+        ),
         matched_tags=tuple(t for t in plan.tags if t in tags),
         matched_terms=tuple(t for t in plan.terms if t in terms),
     )
