@@ -19,7 +19,7 @@ from .index import NamespaceIndex
 from .records import MemoryRecord, MemoryType, coerce_timestamp
 from .results import Hit, RecallTrace, ScoreBreakdown
 from .scoring import Features, bm25_idf, bm25_term, combine
-from .text import content_terms, normalize, query_units
+from .text import content_terms, derive_cues, normalize, query_units
 
 __all__ = ["Filters", "QueryPlan", "plan_query", "rank"]
 
@@ -119,6 +119,9 @@ def plan_query(
     """Find the query's cues by rule: lexicon matches, alias equivalents, and ``extra_cues``."""
     normalized = normalize(query)
     found = index.cue_lexicon.match(normalized) + aliases.find(normalized)
+    # Dates and numbers with units are written many ways ("8 May 2023", "5 ms"): read the
+    # query with the same rules as memories, and keep what the index knows.
+    found += [cue for cue in derive_cues(query) if cue in index.cues]
     found += [normalize(c) for c in extra_cues if normalize(c)]
     concepts = _concepts(found, aliases)
     explicit = {cue for group in concepts for cue in group}

@@ -242,3 +242,11 @@ async def test_async_twins(cm: CueMap) -> None:
     assert rec.memory_id == "as"
     assert (await cm.arecall("async memories")).memory_ids == ["as"]
     assert len(await cm.aadd_many([{"content": "another async one"}])) == 1
+
+
+def test_dates_and_units_match_however_they_are_written(cm: CueMap) -> None:
+    cm.add("Caroline moved to New York on 8 May, 2023", memory_id="move")
+    cm.add("The p95 latency budget is 5ms", memory_id="latency")
+    cm.add("Unrelated memory about lunch", memory_id="lunch")
+    assert cm.recall("what happened on 2023-05-08?").memory_ids[:1] == ["move"]
+    assert "5ms" in cm.recall("is 5 ms the budget?", explain=True)[0].breakdown.matched_cues

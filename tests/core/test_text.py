@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import doctest
 import json
 import os
 import subprocess
@@ -14,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cuemap_integrations import text as text_module
 from cuemap_integrations.text import (
     CJK_FUNCTION_WORDS,
     CJK_STOP_CHARS,
@@ -61,14 +63,17 @@ def test_normalize_is_idempotent_with_surrogates_and_marks(text: str) -> None:
 
 
 def test_normalize_is_idempotent_for_every_bmp_character() -> None:
-    bad = [cp for cp in range(0x10000) if normalize(normalize(chr(cp))) != normalize(chr(cp))]
+    # Each character alone and followed by a combining acute (which casefold can expose).
+    samples = (s for cp in range(0x10000) for s in (chr(cp), chr(cp) + "\u0301"))
+    bad = [s for s in samples if normalize(normalize(s)) != normalize(s)]
     assert bad == []
 
 
-def test_normalize_needs_more_than_one_nfkc_casefold_pass() -> None:
-    # casefold turns U+0345 into U+03B9, which NFKC then reorders/composes differently.
-    raw = "a\u0345\u0301"
-    assert normalize(normalize(raw)) == normalize(raw)
+def test_normalize_reaches_the_fixed_point_after_casefold() -> None:
+    # casefold turns ß into "ss" and Ϊ into "ϊ"; the following acute then composes under NFKC.
+    assert normalize("ß\u0301") == "s\u015b" == normalize(normalize("ß\u0301"))
+    assert normalize("\u03aa\u0301") == normalize(normalize("\u03aa\u0301"))
+    assert normalize("a\u0345\u0301") == normalize(normalize("a\u0345\u0301"))
 
 
 @pytest.mark.parametrize(
@@ -132,7 +137,8 @@ PORTER_GOLDEN = {
     "homologous": "homolog", "effective": "effect", "bowdlerize": "bowdler", "probate": "probat",
     "rate": "rate", "cease": "ceas", "controll": "control", "roll": "roll",
     "generalizations": "gener", "oscillators": "oscil", "abilities": "abil",
-    "archaeology": "archaeolog", "orders": "order", "running": "run",
+    "archaeology": "archaeolog", "orders": "order", "running": "run", "dominion": "dominion",
+    "opinion": "opinion", "agreement": "agreement", "sensibly": "sensibl",
 }  # fmt: skip
 
 
@@ -292,6 +298,12 @@ DERIVE_GOLDEN = [
 @pytest.mark.parametrize(("content", "expected"), DERIVE_GOLDEN)
 def test_derive_cues_golden(content: str, expected: list[str]) -> None:
     assert derive_cues(content) == expected
+
+
+def test_derive_cues_rejects_impossible_dates() -> None:
+    # Impossible dates stay raw identifiers; "31 April" is no date, but "April 2024" still is.
+    cues = derive_cues("deadline 2024-02-30 or 2024-05-00, not 31 April 2024")
+    assert cues == ["2024-02-30", "2024-05-00", "31", "2024-04", "2024", "deadline"]
 
 
 def test_derive_cues_url_gives_only_the_host() -> None:
@@ -468,6 +480,11 @@ def test_lexicon_is_fast_with_many_cues() -> None:
     lex.add("订单超时")
     query = "上次订单超时怎么修的 cue17 and cue49999 " * 2
     assert lex.match(query) == ["订单超时", "cue17", "cue49999"]
+
+
+def test_docstring_examples_hold() -> None:
+    results = doctest.testmod(text_module)
+    assert results.attempted >= 10 and results.failed == 0
 
 
 # --- determinism across processes -----------------------------------------------------------
