@@ -91,6 +91,8 @@ class RecallConfig:
             turn's best hit (and with that share as their weight), so weak hits don't drift the topic.
         session_only_factor: multiplies the session rule for memories that match nothing of the
             query itself, so the turn's own words come first and context breaks their ties.
+        session_self_factor: multiplies a carried cue's weight for the one memory it came from, so
+            a follow-up finds what is related to the last answer before the last answer itself.
         track_access: recall updates ``last_accessed`` / ``access_count``.
         aliases: groups of terms treated as the same cue.
         max_content_chars: longest content accepted by ``add``.
@@ -107,6 +109,7 @@ class RecallConfig:
     session_saturation: float = 8.0
     session_min_share: float = 0.5
     session_only_factor: float = 0.5
+    session_self_factor: float = 0.5
     track_access: bool = True
     aliases: tuple[tuple[str, ...], ...] = DEFAULT_ALIASES
     max_content_chars: int = 1_000_000
@@ -122,6 +125,7 @@ class RecallConfig:
         _check_number("session_decay", self.session_decay, low=0.0, high=1.0)
         _check_number("session_min_share", self.session_min_share, low=0.0, high=1.0)
         _check_number("session_only_factor", self.session_only_factor, low=0.0, high=1.0)
+        _check_number("session_self_factor", self.session_self_factor, low=0.0, high=1.0)
         for name in ("session_history", "session_carry", "max_content_chars"):
             _check_int(name, getattr(self, name), low=0 if name != "max_content_chars" else 1)
         if not isinstance(self.track_access, bool):

@@ -25,7 +25,7 @@ from .aliases import AliasTable
 from .config import RecallConfig
 from .errors import DuplicateIdError, NotFoundError, ValidationError
 from .index import NamespaceIndex
-from .ranking import Filters, plan_query, rank
+from .ranking import QUERY_SOURCE, Carried, Filters, plan_query, rank
 from .records import (
     CueOrigin,
     JSONValue,
@@ -57,8 +57,8 @@ def _utc_now() -> datetime:
 def _normalized_list(values: Iterable[str] | None, field_name: str) -> tuple[str, ...]:
     if values is None:
         return ()
-    if isinstance(values, str):
-        raise ValidationError(field_name, values, "a list of strings, not one string")
+    if isinstance(values, str) or not isinstance(values, Iterable):
+        raise ValidationError(field_name, values, "a list of strings")
     out: dict[str, None] = {}
     for value in values:
         if not isinstance(value, str):
@@ -442,7 +442,7 @@ class CueMap:
         extra_cues: Sequence[str] = (),
         min_score: float | None = None,
         explain: bool = False,
-        expanded: Sequence[tuple[str, float]] = (),
+        expanded: Sequence[tuple[str, float, Sequence[str]]] = (),
         exclude: frozenset[str] = frozenset(),
     ) -> RecallResult:
         _check_recall_args(query, k, min_score, extra_cues)
@@ -450,7 +450,8 @@ class CueMap:
         with self._lock:
             index = self._indexes.get(namespace) or NamespaceIndex()
             now = self.now()
-            plan = plan_query(query, index, self.aliases, extra_cues=extra_cues, expanded=expanded)
+            carried = [self._carried(namespace, *item) for item in expanded]
+            plan = plan_query(query, index, self.aliases, extra_cues=extra_cues, expanded=carried)
             counts = {seq: count for seq, (count, _) in self._access.items()}
             hits, trace = rank(
                 index, self._records, counts, plan, self.config,
@@ -459,6 +460,13 @@ class CueMap:
             self._touch([self._seq_of[(namespace, h.memory_id)] for h in hits], now)
         logger.debug("recall trace: %s", trace.as_dict())
         return RecallResult(tuple(hits), trace if explain else None)
+
+    def _carried(self, namespace: str, cue: str, weight: float, ids: Sequence[str]) -> Carried:
+        """A session's carried cue with its source memory ids resolved to sequence numbers."""
+        seqs = frozenset(
+            self._seq_of.get((namespace, i), QUERY_SOURCE) if i else QUERY_SOURCE for i in ids
+        )
+        return Carried(cue, weight, seqs or frozenset({QUERY_SOURCE}))
 
     def _touch(self, seqs: Sequence[int], now: datetime) -> None:
         """Count the access after ranking, so it can never change the ranking that caused it."""

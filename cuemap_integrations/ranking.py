@@ -10,6 +10,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 from datetime import datetime
 
 from .aliases import AliasTable
@@ -21,7 +22,7 @@ from .results import Hit, RecallTrace, ScoreBreakdown
 from .scoring import Features, bm25_idf, bm25_term, combine
 from .text import content_terms, derive_cues, normalize, query_units
 
-__all__ = ["Filters", "QueryPlan", "plan_query", "rank"]
+__all__ = ["Carried", "Concept", "Filters", "QueryPlan", "plan_query", "rank"]
 
 _SECONDS_PER_DAY = 86400.0
 
@@ -85,6 +86,25 @@ def _check_source(source: object) -> str:
     return source
 
 
+QUERY_SOURCE = -1  # the "memory" a cue came from when it came from a query, not a hit
+
+
+class Carried(NamedTuple):
+    """A cue a session carries into the next turn, and the memories (seqs) it came from."""
+
+    cue: str
+    weight: float
+    sources: frozenset[int] = frozenset({QUERY_SOURCE})
+
+
+class Concept(NamedTuple):
+    """Equivalent cue strings that count once, with a weight and (for carried cues) sources."""
+
+    members: tuple[str, ...]
+    weight: float = 1.0
+    sources: frozenset[int] = frozenset({QUERY_SOURCE})
+
+
 @dataclass(frozen=True)
 class QueryPlan:
     """A query read by rule: explicit cues, carried-over cues, tag matches and content terms.
@@ -103,7 +123,7 @@ class QueryPlan:
     normalized: str
     cues: tuple[tuple[str, ...], ...]
     expanded: tuple[tuple[str, float], ...]
-    expanded_concepts: tuple[tuple[tuple[str, ...], float], ...]
+    expanded_concepts: tuple[Concept, ...]
     tags: tuple[str, ...]
     terms: tuple[str, ...]
 
@@ -114,9 +134,12 @@ def plan_query(
     aliases: AliasTable,
     *,
     extra_cues: Sequence[str] = (),
-    expanded: Sequence[tuple[str, float]] = (),
+    expanded: Sequence[Carried] = (),
 ) -> QueryPlan:
-    """Find the query's cues by rule: lexicon matches, alias equivalents, and ``extra_cues``."""
+    """Find the query's cues by rule: lexicon matches, alias equivalents, and ``extra_cues``.
+
+    ``expanded`` are the cues a session carries over, each with the memories it came from.
+    """
     normalized = normalize(query)
     found = index.cue_lexicon.match(normalized) + aliases.find(normalized)
     # Dates and numbers with units are written many ways ("8 May 2023", "5 ms"): read the
@@ -125,12 +148,12 @@ def plan_query(
     found += [normalize(c) for c in extra_cues if normalize(c)]
     concepts = _concepts(found, aliases)
     explicit = {cue for group in concepts for cue in group}
-    carried = tuple((cue, w) for cue, w in expanded if cue not in explicit)
+    carried = tuple(c for c in expanded if c.cue not in explicit)
     return QueryPlan(
         query=query,
         normalized=normalized,
         cues=concepts,
-        expanded=carried,
+        expanded=tuple((c.cue, c.weight) for c in carried),
         expanded_concepts=_weighted_concepts(carried, aliases),
         tags=tuple(index.tag_lexicon.match(normalized)),
         terms=tuple(dict.fromkeys(content_terms(normalized))),
@@ -153,36 +176,41 @@ def _concepts(found: Iterable[str], aliases: AliasTable) -> tuple[tuple[str, ...
     return tuple(tuple(members) for members in groups.values())
 
 
-def _weighted_concepts(
-    carried: Iterable[tuple[str, float]], aliases: AliasTable
-) -> tuple[tuple[tuple[str, ...], float], ...]:
-    """Carried cues grouped like explicit ones; a concept keeps its members' highest weight."""
-    groups: dict[object, tuple[dict[str, None], float]] = {}
-    for cue, weight in carried:
-        key, members = _concept_key(cue, aliases)
-        names, best = groups.get(key, ({}, 0.0))
-        names.update(dict.fromkeys((cue, *members)))
-        groups[key] = (names, max(best, weight))
-    return tuple((tuple(names), weight) for names, weight in groups.values())
+def _weighted_concepts(carried: Iterable[Carried], aliases: AliasTable) -> tuple[Concept, ...]:
+    """Carried cues grouped like explicit ones; a concept keeps its members' highest weight and
+    the union of their sources."""
+    groups: dict[object, tuple[dict[str, None], float, frozenset[int]]] = {}
+    for item in carried:
+        key, members = _concept_key(item.cue, aliases)
+        names, best, sources = groups.get(key, ({}, 0.0, frozenset()))
+        names.update(dict.fromkeys((item.cue, *members)))
+        groups[key] = (names, max(best, item.weight), sources | item.sources)
+    return tuple(Concept(tuple(n), w, src) for n, w, src in groups.values())
 
 
 def _accumulate_concepts(
     postings: Sequence[Mapping[str, Mapping[int, object]]],
-    concepts: Iterable[tuple[tuple[str, ...], float]],
+    concepts: Iterable[Concept],
     n_docs: int,
+    self_factor: float = 1.0,
 ) -> dict[int, float]:
-    """Each concept adds weight x IDF (over the union of its members' postings) once per memory."""
+    """Each concept adds weight x IDF (over the union of its members' postings) once per memory.
+
+    A concept carried over from one memory only counts ``self_factor`` for that memory: what was
+    just recalled should help find related memories more than it finds itself again.
+    """
     scores: dict[int, float] = {}
-    for members, weight in concepts:
+    for concept in concepts:
         union: dict[int, None] = {}
         for table in postings:
-            for cue in members:
+            for cue in concept.members:
                 union.update(dict.fromkeys(table.get(cue, ())))
         if not union:
             continue
-        gain = weight * bm25_idf(n_docs, len(union))
+        gain = concept.weight * bm25_idf(n_docs, len(union))
+        only = next(iter(concept.sources)) if len(concept.sources) == 1 else None
         for seq in union:
-            scores[seq] = scores.get(seq, 0.0) + gain
+            scores[seq] = scores.get(seq, 0.0) + (gain * self_factor if seq == only else gain)
     return scores
 
 
@@ -228,8 +256,10 @@ class _Signals:
 def _signals(index: NamespaceIndex, plan: QueryPlan, cfg: RecallConfig) -> _Signals:
     n = len(index)
     return _Signals(
-        cue=_accumulate_concepts([index.cues], ((c, 1.0) for c in plan.cues), n),
-        session=_accumulate_concepts([index.cues, index.tags], plan.expanded_concepts, n),
+        cue=_accumulate_concepts([index.cues], (Concept(c) for c in plan.cues), n),
+        session=_accumulate_concepts(
+            [index.cues, index.tags], plan.expanded_concepts, n, cfg.session_self_factor
+        ),
         tag=_accumulate_cues(index.tags, ((t, 1.0) for t in plan.tags), n),
         content=_accumulate_content(index, plan.terms, cfg),
     )
@@ -264,7 +294,7 @@ def _explain(
         ),
         session_cues=tuple(
             _first_in(group, carried)
-            for group, _ in plan.expanded_concepts
+            for group, _, _ in plan.expanded_concepts
             if not carried.isdisjoint(group)
         ),
         matched_tags=tuple(t for t in plan.tags if t in tags),

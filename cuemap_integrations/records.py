@@ -74,17 +74,18 @@ def coerce_timestamp(value: object, field_name: str) -> datetime:
     Raises:
         ValidationError: naive, unparsable or of another type.
     """
+    given = value  # errors show what the caller passed, not what it was parsed into
     if isinstance(value, str):
         try:
             value = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
         except ValueError:
             raise ValidationError(
-                field_name, value, "an ISO 8601 timestamp with a UTC offset"
+                field_name, given, "an ISO 8601 timestamp with a UTC offset"
             ) from None
     if not isinstance(value, datetime):
-        raise ValidationError(field_name, value, "a timezone-aware datetime or ISO 8601 string")
+        raise ValidationError(field_name, given, "a timezone-aware datetime or ISO 8601 string")
     if value.tzinfo is None or value.utcoffset() is None:
-        raise ValidationError(field_name, value, "a timezone-aware datetime (naive given)")
+        raise ValidationError(field_name, given, "a timezone-aware timestamp (no UTC offset)")
     return value.astimezone(timezone.utc)
 
 
@@ -179,6 +180,9 @@ class MemoryRecord:
         access_count: how many recalls returned it.
         expires_at: hidden from recall from this moment on; None never expires.
         supersedes / superseded_by: links to the memory this one replaces / that replaced it.
+        superseded_at: when it was replaced.
+        key: what the memory is about (``"user.display_name"``, ``"api.orders.method"``); a new
+            memory with the same key and namespace supersedes the active one.
         metadata: a JSON-safe dict of the caller's own data.
         cue_origin: ``"given"`` when the caller supplied cues, ``"derived"`` when the core did.
     """
@@ -197,6 +201,8 @@ class MemoryRecord:
     expires_at: datetime | None = None
     supersedes: str | None = None
     superseded_by: str | None = None
+    superseded_at: datetime | None = None
+    key: str | None = None
     metadata: dict[str, JSONValue] = field(default_factory=dict, hash=False)
     cue_origin: CueOrigin = "given"
 
@@ -212,6 +218,7 @@ class MemoryRecord:
         put(self, "updated_at", coerce_timestamp(self.updated_at, "updated_at"))
         put(self, "last_accessed", _optional_timestamp(self.last_accessed, "last_accessed"))
         put(self, "expires_at", _optional_timestamp(self.expires_at, "expires_at"))
+        put(self, "superseded_at", _optional_timestamp(self.superseded_at, "superseded_at"))
         self._check_scalars()
         metadata = json_safe_copy(self.metadata if self.metadata is not None else {})
         if not isinstance(metadata, dict):
@@ -228,6 +235,8 @@ class MemoryRecord:
             value = getattr(self, name)
             if value is not None:
                 validate_memory_id(value, name)
+        if self.key is not None:
+            validate_memory_id(self.key, "key")
         if self.cue_origin not in ("given", "derived"):
             raise ValidationError("cue_origin", self.cue_origin, "'given' or 'derived'")
 
@@ -266,6 +275,9 @@ class MemoryRecord:
                 raise ValidationError(
                     "record field", key, f"choose from {', '.join(sorted(known))}"
                 )
+        for name in ("memory_id", "content", "created_at", "updated_at"):
+            if name not in data:
+                raise ValidationError(name, None, "required in a stored record")
         return cls(**dict(data))
 
 

@@ -77,14 +77,21 @@ class RecallSession:
 
     def carried_cues(self) -> list[tuple[str, float]]:
         """The expanded cues the next recall will add, with their turn weights (highest first)."""
+        return [(cue, weight) for cue, weight, _ in self._carried()]
+
+    def _carried(self) -> list[tuple[str, float, list[str]]]:
+        """Carried cues with weights and the ids of the memories they came from ("" = a query)."""
         cfg = self.cuemap.config
-        weights: dict[str, float] = {}
+        found: dict[str, tuple[float, list[str]]] = {}
         recent = self._turns[-cfg.session_history :] if cfg.session_history else []
         for age, turn in enumerate(reversed(recent)):
             decay = cfg.session_decay**age
-            for cue, share in turn["cues"]:
-                weights[cue] = max(weights.get(cue, 0.0), decay * share)
-        return sorted(weights.items(), key=lambda item: -item[1])
+            for cue, share, sources in turn["cues"]:
+                weight, known = found.get(cue, (0.0, []))
+                merged = known + [s for s in sources if s not in known]
+                found[cue] = (max(weight, decay * share), merged)
+        items = [(cue, weight, sources) for cue, (weight, sources) in found.items()]
+        return sorted(items, key=lambda item: -item[1])
 
     def recall(
         self,
@@ -105,7 +112,7 @@ class RecallSession:
         """
         result = self.cuemap._recall(
             query, k=k, namespace=self.namespace, extra_cues=extra_cues, min_score=min_score,
-            explain=True, expanded=self.carried_cues(),
+            explain=True, expanded=self._carried(),
             exclude=frozenset(self._shown) if self.skip_shown else frozenset(),
             filters=Filters.build(types=types, sources=sources, since=since, until=until),
         )  # fmt: skip
@@ -121,15 +128,19 @@ class RecallSession:
 
     def _remember(self, result: RecallResult, trace: RecallTrace) -> None:
         cfg = self.cuemap.config
-        cues: dict[str, float] = dict.fromkeys(trace.query_cues, 1.0)
+        cues: dict[str, tuple[float, list[str]]] = {cue: (1.0, [""]) for cue in trace.query_cues}
         best = result.hits[0].score if result.hits else 0.0
         for hit in result.hits[: cfg.session_carry]:
             share = hit.score / best if best > 0 else 0.0
             if share < cfg.session_min_share:
                 break
             for cue in self.cuemap._indexed_cues(self.namespace, hit.memory_id):
-                cues[cue] = max(cues.get(cue, 0.0), round(share, 6))
-        turn = {"cues": [[cue, share] for cue, share in cues.items()], "ids": result.memory_ids}
+                weight, sources = cues.get(cue, (0.0, []))
+                cues[cue] = (max(weight, round(share, 6)), [*sources, hit.memory_id])
+        turn = {
+            "cues": [[cue, weight, sources] for cue, (weight, sources) in cues.items()],
+            "ids": result.memory_ids,
+        }
         self._turns.append(turn)
         self._turns = self._turns[-max(cfg.session_history, 1) :]
         self._shown = [i for i in self._shown if i not in result.memory_ids] + result.memory_ids

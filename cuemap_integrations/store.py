@@ -59,12 +59,25 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             PRIMARY KEY (namespace, session_id)
         )""",
     ),
+    (
+        "ALTER TABLE memories ADD COLUMN superseded_at TEXT",
+        "ALTER TABLE memories ADD COLUMN key TEXT",
+        "CREATE INDEX memories_by_key ON memories (namespace, key)",
+        """CREATE TABLE links (
+            namespace TEXT NOT NULL,
+            from_id TEXT NOT NULL,
+            to_id TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (namespace, from_id, to_id, kind)
+        )""",
+    ),
 )
 
 _COLUMNS = (
     "namespace", "memory_id", "content", "cues", "tags", "type", "source", "created_at",
     "updated_at", "last_accessed", "access_count", "expires_at", "supersedes", "superseded_by",
-    "metadata", "cue_origin",
+    "metadata", "cue_origin", "superseded_at", "key",
 )  # fmt: skip
 _INSERT = f"INSERT INTO memories ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
 _UPDATE = f"UPDATE memories SET {', '.join(c + ' = ?' for c in _COLUMNS)} WHERE seq = ?"
@@ -85,6 +98,7 @@ def record_to_row(record: MemoryRecord) -> tuple[Any, ...]:
         _iso(record.last_accessed), record.access_count, _iso(record.expires_at),
         record.supersedes, record.superseded_by,
         json.dumps(record.metadata, ensure_ascii=False, sort_keys=True), record.cue_origin,
+        _iso(record.superseded_at), record.key,
     )  # fmt: skip
 
 
@@ -216,6 +230,38 @@ class SQLiteStore:
                     "UPDATE memories SET access_count = ?, last_accessed = ? WHERE seq = ?",
                     (count, _iso(when), seq),
                 )
+
+    def load_links(self) -> list[tuple[str, str, str, str]]:
+        """Every link as ``(namespace, from_id, to_id, kind)``, oldest first."""
+        with self._lock:
+            rows = self._run(
+                "SELECT namespace, from_id, to_id, kind FROM links ORDER BY rowid"
+            ).fetchall()
+        return [(str(a), str(b), str(c), str(d)) for a, b, c, d in rows]
+
+    def insert_links(self, links: Sequence[tuple[str, str, str, str]], when: datetime) -> None:
+        """Record ``(namespace, from_id, to_id, kind)`` links (existing ones are kept)."""
+        with self.atomic():
+            for namespace, from_id, to_id, kind in links:
+                self._run(
+                    "INSERT OR IGNORE INTO links (namespace, from_id, to_id, kind, created_at) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    (namespace, from_id, to_id, kind, _iso(when)),
+                )
+
+    def delete_links(self, namespace: str, memory_id: str) -> None:
+        """Remove every link from or to a memory."""
+        with self.atomic():
+            self._run(
+                "DELETE FROM links WHERE namespace = ? AND (from_id = ? OR to_id = ?)",
+                (namespace, memory_id, memory_id),
+            )
+
+    def delete_namespace_sessions(self, namespace: str) -> int:
+        """Forget every recall session of a namespace; return how many there were."""
+        with self.atomic():
+            cursor = self._run("DELETE FROM sessions WHERE namespace = ?", (namespace,))
+        return int(cursor.rowcount)
 
     def get_session(self, namespace: str, session_id: str) -> dict[str, JSONValue] | None:
         """The stored state of a recall session, or None."""

@@ -116,3 +116,18 @@ async def test_session_async(zh: CueMap) -> None:
     session = zh.session("async")
     await session.arecall("订单超时 是什么问题")
     assert (await session.arecall("后来怎么修的", k=1)).memory_ids == ["zh-fix"]
+
+
+def _session_parts(self_factor: float) -> dict[str, float]:
+    cm = CueMap(config={"session_self_factor": self_factor, "session_only_factor": 1.0})
+    load(cm, [*ORDER_TIMEOUT_EN, DISTRACTOR_EN])
+    session = cm.session("self")
+    assert session.recall("why were orders timing out?", k=1).memory_ids == ["cause"]
+    hits = session.recall("how did we fix it?", k=10)
+    return {h.memory_id: dict(h.breakdown.contributions).get("session", 0.0) for h in hits}
+
+
+def test_a_memory_gets_less_help_from_its_own_carried_cues() -> None:
+    full, none = _session_parts(1.0), _session_parts(0.0)
+    assert 0 < none["cause"] < full["cause"]  # only turn 1's query cues still count for it
+    assert none["fix"] == pytest.approx(full["fix"])  # others are helped exactly as before
