@@ -94,6 +94,12 @@ class RecallConfig:
         session_self_factor: multiplies a carried cue's weight for the one memory it came from, so
             a follow-up finds what is related to the last answer before the last answer itself.
         track_access: recall updates ``last_accessed`` / ``access_count``.
+        dedupe: an add without ``memory_id`` whose text is already stored returns the stored memory.
+        conflict_types: memory types checked for likely conflicts when added.
+        conflict_overlap: cue-set Jaccard similarity from which two memories of the same type
+            with different text are linked as a possible conflict.
+        ttl_days: memory type -> days until a new memory of that type expires (when no
+            ``expires_at`` is given); types not listed never expire.
         aliases: groups of terms treated as the same cue.
         max_content_chars: longest content accepted by ``add``.
     """
@@ -111,6 +117,10 @@ class RecallConfig:
     session_only_factor: float = 0.5
     session_self_factor: float = 0.5
     track_access: bool = True
+    dedupe: bool = True
+    conflict_types: tuple[str, ...] = ("preference", "convention", "fact")
+    conflict_overlap: float = 0.5
+    ttl_days: Mapping[str, float] = field(default_factory=dict)
     aliases: tuple[tuple[str, ...], ...] = DEFAULT_ALIASES
     max_content_chars: int = 1_000_000
 
@@ -119,6 +129,9 @@ class RecallConfig:
         put(self, "weights", _check_weights(self.weights))
         put(self, "type_priority", _check_type_priority(self.type_priority))
         put(self, "aliases", _check_aliases(self.aliases))
+        put(self, "conflict_types", _check_types("conflict_types", self.conflict_types))
+        put(self, "ttl_days", _check_ttl(self.ttl_days))
+        _check_number("conflict_overlap", self.conflict_overlap, low=0.0, high=1.0)
         for name in ("half_life_days", "session_saturation", "bm25_k1"):
             _check_number(name, getattr(self, name), low=0.0, low_open=True)
         _check_number("bm25_b", self.bm25_b, low=0.0, high=1.0)
@@ -128,8 +141,9 @@ class RecallConfig:
         _check_number("session_self_factor", self.session_self_factor, low=0.0, high=1.0)
         for name in ("session_history", "session_carry", "max_content_chars"):
             _check_int(name, getattr(self, name), low=0 if name != "max_content_chars" else 1)
-        if not isinstance(self.track_access, bool):
-            raise ConfigError("track_access", self.track_access, "True or False")
+        for name in ("track_access", "dedupe"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(name, getattr(self, name), "True or False")
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RecallConfig:
@@ -162,7 +176,7 @@ class RecallConfig:
         for key in changes:
             if key not in known:
                 raise ConfigError("config key", key, f"choose from {', '.join(known)}")
-        for key in ("weights", "type_priority"):
+        for key in ("weights", "type_priority", "ttl_days"):
             if key in changes and isinstance(changes[key], Mapping):
                 changes[key] = {**getattr(self, key), **changes[key]}
         return replace(self, **changes)
@@ -173,6 +187,8 @@ class RecallConfig:
         out["weights"] = dict(self.weights)
         out["type_priority"] = dict(self.type_priority)
         out["aliases"] = [list(group) for group in self.aliases]
+        out["conflict_types"] = list(self.conflict_types)
+        out["ttl_days"] = dict(self.ttl_days)
         return out
 
 
@@ -231,3 +247,24 @@ def _check_aliases(aliases: Any) -> tuple[tuple[str, ...], ...]:
             raise ConfigError("aliases group", group, "a list of at least two non-empty strings")
         groups.append(items)
     return tuple(groups)
+
+
+def _check_types(name: str, value: Any) -> tuple[str, ...]:
+    allowed = [t.value for t in MemoryType]
+    if isinstance(value, str) or not hasattr(value, "__iter__"):
+        raise ConfigError(name, value, f"a list of memory types from {', '.join(allowed)}")
+    for item in value:
+        if item not in allowed:
+            raise ConfigError(name, item, f"choose from {', '.join(allowed)}")
+    return tuple(value)
+
+
+def _check_ttl(value: Any) -> dict[str, float]:
+    if not isinstance(value, Mapping):
+        raise ConfigError("ttl_days", value, "a mapping of memory type -> days")
+    allowed = [t.value for t in MemoryType]
+    for name, days in value.items():
+        if name not in allowed:
+            raise ConfigError("ttl_days key", name, f"choose from {', '.join(allowed)}")
+        _check_number(f"ttl_days[{name!r}]", days, low=0.0, low_open=True)
+    return {name: float(days) for name, days in value.items()}

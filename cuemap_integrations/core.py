@@ -17,8 +17,8 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime, timezone
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 from .aliases import AliasTable
@@ -34,7 +34,8 @@ from .records import (
     coerce_timestamp,
     validate_namespace,
 )
-from .results import RecallResult
+from .lifecycle import StoreView, WritePlan, content_key, plan_writes
+from .results import ConflictNote, Hit, NoteKind, RecallResult
 from .store import SQLiteStore
 from .text import content_terms, derive_cues, normalize
 
@@ -130,8 +131,13 @@ class CueMap:
         self._seq_of: dict[tuple[str, str], int] = {}
         self._indexes: dict[str, NamespaceIndex] = {}
         self._access: dict[int, tuple[int, datetime]] = {}
+        self._by_content: dict[tuple[str, str], dict[int, None]] = {}
+        self._by_key: dict[tuple[str, str], int] = {}
+        self._links: dict[tuple[str, str], dict[str, str]] = {}
         for seq, record in self._store.load():
             self._index(seq, record)
+        for namespace, from_id, to_id, kind in self._store.load_links():
+            self._add_link(namespace, from_id, to_id, kind)
 
     # ----------------------------------------------------------------- lifecycle
     @property
@@ -167,10 +173,19 @@ class CueMap:
         self._indexes.setdefault(record.namespace, NamespaceIndex()).add(seq, cues, tags, terms)
         self._records[seq] = record
         self._seq_of[(record.namespace, record.memory_id)] = seq
+        self._by_content.setdefault(content_key(record), {})[seq] = None
+        if record.key is not None and record.superseded_by is None:
+            self._by_key[(record.namespace, record.key)] = seq
 
     def _unindex(self, seq: int) -> MemoryRecord:
         record = self._records.pop(seq)
         del self._seq_of[(record.namespace, record.memory_id)]
+        same = self._by_content[content_key(record)]
+        del same[seq]
+        if not same:
+            del self._by_content[content_key(record)]
+        if record.key is not None and self._by_key.get((record.namespace, record.key)) == seq:
+            del self._by_key[(record.namespace, record.key)]
         index = self._indexes[record.namespace]
         index.remove(seq)
         if not len(index):
@@ -188,7 +203,9 @@ class CueMap:
             candidate = f"{base}-{n}"
         return candidate
 
-    def _build(self, content: str, options: Mapping[str, Any], taken: set[str]) -> MemoryRecord:
+    def _build(
+        self, content: str, options: Mapping[str, Any], taken: set[str], now: datetime
+    ) -> MemoryRecord:
         unknown = set(options) - _ADD_OPTIONS
         if unknown:
             name = sorted(unknown)[0]
@@ -200,7 +217,6 @@ class CueMap:
                 "content", content[:40], f"at most {self.config.max_content_chars} characters"
             )
         namespace = validate_namespace(options.get("namespace", "default"))
-        now = self.now()
         cues = _normalized_list(options.get("cues"), "cues")
         origin: CueOrigin = "given" if cues else "derived"
         if not cues and isinstance(content, str) and content.strip():
@@ -208,30 +224,28 @@ class CueMap:
         memory_id = options.get("memory_id")
         if memory_id is None and isinstance(content, str):
             memory_id = self._new_id(namespace, content, taken)
-        created = options.get("created_at") or now
+        created = coerce_timestamp(options.get("created_at") or now, "created_at")
+        kind = MemoryType.coerce(options.get("type", MemoryType.NOTE))
         return MemoryRecord(
             memory_id=memory_id,
             content=content,
             cues=cues,
             tags=_normalized_list(options.get("tags"), "tags"),
-            type=options.get("type", MemoryType.NOTE),
+            type=kind,
             source=options.get("source"),
             namespace=namespace,
             created_at=created,
             updated_at=options.get("updated_at") or created,
-            expires_at=options.get("expires_at"),
+            expires_at=options.get("expires_at") or self._ttl_expiry(kind, created),
             supersedes=options.get("supersedes"),
+            key=options.get("key"),
             metadata=options.get("metadata") or {},
             cue_origin=origin,
         )
 
-    def _check_new(self, records: Sequence[MemoryRecord]) -> None:
-        seen: set[tuple[str, str]] = set()
-        for record in records:
-            key = (record.namespace, record.memory_id)
-            if key in self._seq_of or key in seen:
-                raise DuplicateIdError(record.memory_id, record.namespace)
-            seen.add(key)
+    def _ttl_expiry(self, kind: MemoryType, created: datetime) -> datetime | None:
+        days = self.config.ttl_days.get(kind.value)
+        return None if days is None else created + timedelta(days=days)
 
     def add(self, content: str, **options: Any) -> MemoryRecord:
         """Store one memory and return it as stored (with its id, cues and timestamps).
@@ -254,50 +268,85 @@ class CueMap:
         :class:`MemoryRecord` (stored as given, e.g. from an export).
         """
         with self._lock:
-            records = self._prepare(items)
-            self._check_new(records)
-            replaced = self._supersede_targets(records)
-            with self._store.atomic():
-                seqs = self._store.insert_many(records)
-                for seq, old in replaced:
-                    self._store.replace(seq, old)
-            for seq, old in replaced:
-                self._unindex(seq)
-                self._index(seq, old)
-            for seq, record in zip(seqs, records, strict=True):
-                self._index(seq, record)
-        logger.debug("stored %d memories", len(records))
-        return records
+            now = self.now()
+            plan = plan_writes(
+                self._prepare(items, now),
+                self._view(),
+                now=now,
+                dedupe=self.config.dedupe,
+                conflict_types=frozenset(self.config.conflict_types),
+                conflict_overlap=self.config.conflict_overlap,
+            )
+            self._apply(plan, now)
+        logger.debug("stored %d memories (%d duplicates)", len(plan.new), len(plan.duplicates))
+        return plan.results
 
-    def _supersede_targets(self, records: Sequence[MemoryRecord]) -> list[tuple[int, MemoryRecord]]:
-        """The existing memories that ``records`` supersede, with ``superseded_by`` set."""
-        out: list[tuple[int, MemoryRecord]] = []
-        for record in records:
-            if record.supersedes is None:
-                continue
-            seq = self._seq_of.get((record.namespace, record.supersedes))
-            if seq is None:
-                raise ValidationError(
-                    "supersedes", record.supersedes, f"the id of a memory in {record.namespace!r}"
-                )
-            out.append((seq, self._current(seq).evolve(superseded_by=record.memory_id)))
-        return out
+    def _apply(self, plan: WritePlan, now: datetime) -> None:
+        """Write a plan in one transaction, then bring the in-memory index in step."""
+        with self._store.atomic():
+            seqs = self._store.insert_many(plan.new)
+            for seq, record in plan.changed.items():
+                self._store.replace(seq, record)
+            self._store.insert_links(plan.links, now)
+        for seq, record in plan.changed.items():
+            self._unindex(seq)
+            self._index(seq, record)
+        for seq, record in zip(seqs, plan.new, strict=True):
+            self._index(seq, record)
+        for link in plan.links:
+            self._add_link(*link)
+        self._touch(plan.duplicates, now, always=True)
 
-    def _prepare(self, items: Iterable[Mapping[str, Any] | MemoryRecord]) -> list[MemoryRecord]:
-        records: list[MemoryRecord] = []
+    def _view(self) -> StoreView:
+        return StoreView(
+            seq_of=lambda namespace, memory_id: self._seq_of.get((namespace, memory_id)),
+            record=self._current,
+            by_content=lambda key: next(iter(self._by_content.get(key, ())), None),
+            active_key=lambda namespace, key: self._by_key.get((namespace, key)),
+            conflict_candidates=self._conflict_candidates,
+        )
+
+    def _conflict_candidates(self, record: MemoryRecord) -> list[int]:
+        """Stored memories sharing at least two of ``record``'s cues (in insertion order)."""
+        index = self._indexes.get(record.namespace)
+        if index is None:
+            return []
+        counts: dict[int, int] = {}
+        for cue in record.cues:
+            for seq in index.cues.get(cue, ()):
+                counts[seq] = counts.get(seq, 0) + 1
+        return sorted(seq for seq, n in counts.items() if n >= 2)
+
+    def _add_link(self, namespace: str, from_id: str, to_id: str, kind: str) -> None:
+        self._links.setdefault((namespace, from_id), {})[to_id] = kind
+        self._links.setdefault((namespace, to_id), {})[from_id] = kind
+
+    def _drop_links(self, namespace: str, memory_id: str) -> None:
+        for other in self._links.pop((namespace, memory_id), {}):
+            partners = self._links.get((namespace, other), {})
+            partners.pop(memory_id, None)
+            if not partners:
+                self._links.pop((namespace, other), None)
+
+    def _prepare(
+        self, items: Iterable[Mapping[str, Any] | MemoryRecord], now: datetime
+    ) -> list[tuple[MemoryRecord, bool]]:
+        """Validate every item into a record, paired with "its id was given by the caller"."""
+        records: list[tuple[MemoryRecord, bool]] = []
         taken: set[str] = set()
         for position, item in enumerate(items):
             if isinstance(item, MemoryRecord):
-                record = item
+                record, explicit = item, True
             elif isinstance(item, Mapping):
                 options = dict(item)
                 if "content" not in options:
                     raise ValidationError(f"items[{position}].content", None, "non-empty text")
-                record = self._build(options.pop("content"), options, taken)
+                explicit = options.get("memory_id") is not None
+                record = self._build(options.pop("content"), options, taken, now)
             else:
                 raise ValidationError(f"items[{position}]", item, "a mapping or a MemoryRecord")
             taken.add(record.memory_id)
-            records.append(record)
+            records.append((record, explicit))
         return records
 
     def get(self, memory_id: str, *, namespace: str = "default") -> MemoryRecord:
@@ -356,17 +405,90 @@ class CueMap:
         return new
 
     def delete(self, memory_id: str, *, namespace: str = "default") -> MemoryRecord:
-        """Delete a memory and every index entry it had; return what was deleted.
+        """Delete a memory and every index entry and link it had; return what was deleted.
 
         Raises:
             NotFoundError: no such memory in the namespace.
         """
         with self._lock:
-            seq = self._seq(memory_id, namespace)
-            record = self._current(seq)
-            self._store.delete([seq])
+            return self._remove([self._seq(memory_id, namespace)])[0]
+
+    def _remove(self, seqs: Sequence[int]) -> list[MemoryRecord]:
+        records = [self._current(seq) for seq in seqs]
+        with self._store.atomic():
+            self._store.delete(seqs)
+            for record in records:
+                self._store.delete_links(record.namespace, record.memory_id)
+        for seq, record in zip(seqs, records, strict=True):
             self._unindex(seq)
-            return record
+            self._drop_links(record.namespace, record.memory_id)
+        return records
+
+    def forget(
+        self,
+        memory_ids: Iterable[str] | None = None,
+        *,
+        namespace: str = "default",
+        types: Iterable[MemoryType | str] | None = None,
+        sources: Iterable[str] | None = None,
+        before: datetime | str | None = None,
+        everything: bool = False,
+    ) -> list[MemoryRecord]:
+        """Delete memories for good (rows, index entries, links) and return what was removed.
+
+        Either name ``memory_ids``, or give filters (``types``, ``sources``, ``before`` a
+        creation time), or pass ``everything=True`` to empty the whole namespace (its recall
+        sessions are forgotten too). Unknown ids are ignored: forgetting is idempotent.
+
+        Raises:
+            ValidationError: nothing to select by, or a bad filter.
+        """
+        namespace = validate_namespace(namespace)
+        filters = Filters.build(types=types, sources=sources, until=before)
+        chosen = memory_ids is not None or filters != Filters() or everything
+        if not chosen:
+            raise ValidationError(
+                "forget", None, "memory ids, a filter (types, sources, before) or everything=True"
+            )
+        if isinstance(memory_ids, str):
+            memory_ids = [memory_ids]
+        with self._lock:
+            seqs = self._select(namespace, memory_ids, filters)
+            removed = self._remove(seqs)
+            if everything and memory_ids is None and filters == Filters():
+                self._store.delete_namespace_sessions(namespace)
+        return removed
+
+    def _select(
+        self, namespace: str, memory_ids: Iterable[str] | None, filters: Filters
+    ) -> list[int]:
+        if memory_ids is not None:
+            found = (self._seq_of.get((namespace, i)) for i in memory_ids)
+            return [seq for seq in dict.fromkeys(found) if seq is not None]
+        index = self._indexes.get(namespace)
+        everyone = Filters(
+            **{**filters.__dict__, "include_expired": True, "include_superseded": True}
+        )
+        return [
+            s
+            for s in (index.docs if index else ())
+            if everyone.admits(self._records[s], self.now())
+        ]
+
+    def history(self, memory_id: str, *, namespace: str = "default") -> list[MemoryRecord]:
+        """Every version of a memory, oldest first, following ``supersedes`` links both ways.
+
+        Raises:
+            NotFoundError: no such memory in the namespace.
+        """
+        with self._lock:
+            record = self._current(self._seq(memory_id, namespace))
+            chain = [record]
+            while chain[0].supersedes and (namespace, chain[0].supersedes) in self._seq_of:
+                chain.insert(0, self._current(self._seq_of[(namespace, chain[0].supersedes)]))
+            while chain[-1].superseded_by and (namespace, chain[-1].superseded_by) in self._seq_of:
+                chain.append(self._current(self._seq_of[(namespace, chain[-1].superseded_by)]))
+            return chain
 
     def __len__(self) -> int:
         return len(self._records)
@@ -458,8 +580,29 @@ class CueMap:
                 k=k, filters=filters, now=now, min_score=min_score, exclude=exclude,
             )  # fmt: skip
             self._touch([self._seq_of[(namespace, h.memory_id)] for h in hits], now)
+            linked = tuple(self._with_links(namespace, hit) for hit in hits)
+            notes = self._notes(namespace, linked)
         logger.debug("recall trace: %s", trace.as_dict())
-        return RecallResult(tuple(hits), trace if explain else None)
+        return RecallResult(linked, trace if explain else None, notes)
+
+    def _with_links(self, namespace: str, hit: Hit) -> Hit:
+        partners = self._links.get((namespace, hit.memory_id))
+        return replace(hit, conflicts=tuple(partners)) if partners else hit
+
+    def _notes(self, namespace: str, hits: Sequence[Hit]) -> tuple[ConflictNote, ...]:
+        """Conflict and supersession notes about the hits, one per pair, in hit order."""
+        notes: dict[frozenset[str], ConflictNote] = {}
+        for hit in hits:
+            memory = hit.memory
+            pairs: list[tuple[str, NoteKind]] = [(other, "conflict") for other in hit.conflicts]
+            pairs += [(other, "supersedes") for other in (memory.supersedes,) if other]
+            pairs += [(other, "superseded") for other in (memory.superseded_by,) if other]
+            for other_id, kind in pairs:
+                seq = self._seq_of.get((namespace, other_id))
+                pair = frozenset((memory.memory_id, other_id))
+                if seq is not None and pair not in notes:
+                    notes[pair] = ConflictNote.between(kind, memory, self._current(seq))
+        return tuple(notes.values())
 
     def _carried(self, namespace: str, cue: str, weight: float, ids: Sequence[str]) -> Carried:
         """A session's carried cue with its source memory ids resolved to sequence numbers."""
@@ -468,9 +611,9 @@ class CueMap:
         )
         return Carried(cue, weight, seqs or frozenset({QUERY_SOURCE}))
 
-    def _touch(self, seqs: Sequence[int], now: datetime) -> None:
+    def _touch(self, seqs: Sequence[int], now: datetime, *, always: bool = False) -> None:
         """Count the access after ranking, so it can never change the ranking that caused it."""
-        if not self.config.track_access:
+        if not (self.config.track_access or always):
             return
         for seq in seqs:
             count, _ = self._access.get(seq, (self._records[seq].access_count, now))
@@ -552,7 +695,7 @@ class CueMap:
 
 
 _ADD_OPTIONS = frozenset(
-    {"memory_id", "cues", "tags", "type", "source", "namespace", "created_at", "updated_at",
+    {"memory_id", "key", "cues", "tags", "type", "source", "namespace", "created_at", "updated_at",
      "expires_at", "supersedes", "metadata"}
 )  # fmt: skip
 

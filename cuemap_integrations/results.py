@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Literal, overload
 
 from .records import MemoryRecord
 
-__all__ = ["Hit", "HitSource", "RecallResult", "RecallTrace", "ScoreBreakdown"]
+__all__ = ["ConflictNote", "Hit", "HitSource", "RecallResult", "RecallTrace", "ScoreBreakdown"]
 
 HitSource = Literal["cue", "dense"]
 
@@ -43,6 +44,57 @@ class ScoreBreakdown:
         }
 
 
+NoteKind = Literal["conflict", "supersedes", "superseded"]
+
+
+@dataclass(frozen=True)
+class ConflictNote:
+    """Two memories that may disagree, or where one replaced the other.
+
+    Attributes:
+        kind: ``"conflict"`` (likely disagreement, detected when added), ``"supersedes"`` (the hit
+            replaced ``other_id``) or ``"superseded"`` (the hit was replaced by ``other_id``).
+        memory_id / other_id: the hit, and the memory it is paired with.
+        newer_id / newer_at: which of the two is newer, and when it was created.
+        other_content: the other memory's text, for a formatter that shows both sides.
+    """
+
+    kind: NoteKind
+    memory_id: str
+    other_id: str
+    newer_id: str
+    newer_at: datetime
+    other_content: str
+
+    @classmethod
+    def between(cls, kind: NoteKind, memory: MemoryRecord, other: MemoryRecord) -> ConflictNote:
+        """The note for ``memory`` (a hit) and ``other``; the later ``created_at`` is newer."""
+        newer = (
+            other
+            if (other.created_at, other.memory_id) > (memory.created_at, memory.memory_id)
+            else memory
+        )
+        return cls(
+            kind,
+            memory.memory_id,
+            other.memory_id,
+            newer.memory_id,
+            newer.created_at,
+            other.content,
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain JSON-safe data."""
+        return {
+            "kind": self.kind,
+            "memory_id": self.memory_id,
+            "other_id": self.other_id,
+            "newer_id": self.newer_id,
+            "newer_at": self.newer_at.isoformat(),
+            "other_content": self.other_content,
+        }
+
+
 @dataclass(frozen=True)
 class Hit:
     """One recalled memory with its score and the reason for it."""
@@ -51,6 +103,7 @@ class Hit:
     score: float
     breakdown: ScoreBreakdown
     source: HitSource = "cue"
+    conflicts: tuple[str, ...] = ()  # ids of memories this one may disagree with
 
     @property
     def memory_id(self) -> str:
@@ -104,6 +157,7 @@ class RecallResult(Sequence[Hit]):
 
     hits: tuple[Hit, ...]
     trace: RecallTrace | None = None
+    notes: tuple[ConflictNote, ...] = ()  # conflicts and supersessions among the hits
 
     @overload
     def __getitem__(self, index: int) -> Hit: ...

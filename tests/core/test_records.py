@@ -76,14 +76,15 @@ def test_add_many_is_all_or_nothing(cm: CueMap) -> None:
 
 
 def test_generated_ids_are_stable_and_unique(clock) -> None:
-    def ids() -> list[str]:
-        with CueMap(clock=clock) as store:
+    def ids(dedupe: bool) -> list[str]:
+        with CueMap(clock=clock, config={"dedupe": dedupe}) as store:
             return [store.add(text).memory_id for text in ("alpha", "beta", "alpha")]
 
-    first = ids()
-    assert first == ids()
-    assert len(set(first)) == 3
-    assert first[2].startswith(first[0])
+    first = ids(dedupe=False)
+    assert first == ids(dedupe=False)  # same operations, same ids
+    assert len(set(first)) == 3 and first[2].startswith(first[0] + "-")
+    deduped = ids(dedupe=True)
+    assert deduped[0] == deduped[2] != deduped[1]  # the repeat returns the stored memory
 
 
 def test_record_defaults_and_round_trip(cm: CueMap, clock) -> None:

@@ -1,0 +1,196 @@
+"""What happens to a batch of new memories before it is stored: duplicates, supersession by key
+or by ``supersedes``, and conflict detection. Pure planning over lookups the store provides; the
+caller applies the plan in one transaction, so a refused batch changes nothing.
+
+Rules (each a sentence a user can predict):
+
+* **Duplicate**: a memory added without an explicit ``memory_id`` whose normalized content is
+  already stored in the namespace is not stored again; the stored one is returned and its access
+  data refreshed. (An explicit id means the caller wants that memory, even if the text repeats,
+  e.g. "Thanks!" said on two days of a transcript.)
+* **Supersede**: a memory with a ``key`` replaces the active memory with the same key and
+  namespace; ``supersedes="id"`` replaces that memory. The old one keeps its history, gets
+  ``superseded_by`` and ``superseded_at``, and is hidden from recall by default.
+* **Conflict**: two active memories of the same type (one of ``conflict_types``), without a key,
+  whose cue sets overlap strongly (Jaccard >= ``conflict_overlap``, at least two shared cues) but
+  whose text differs, are linked as a possible conflict; recall reports the link.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from .errors import ValidationError
+from .records import MemoryRecord
+from .text import normalize, query_units
+
+__all__ = ["Link", "WritePlan", "cue_keys", "overlap", "plan_writes"]
+
+Link = tuple[str, str, str, str]  # (namespace, from_id, to_id, kind)
+CONFLICT = "conflict"
+
+
+def cue_keys(record: MemoryRecord) -> frozenset[str]:
+    """The record's cues reduced to stem keys, so "orders" and "order" compare equal."""
+    return frozenset(" ".join(query_units(cue)) for cue in record.cues if query_units(cue))
+
+
+def overlap(a: frozenset[str], b: frozenset[str]) -> tuple[int, float]:
+    """Shared cue count and Jaccard similarity of two cue-key sets."""
+    shared = len(a & b)
+    union = len(a | b)
+    return shared, (shared / union if union else 0.0)
+
+
+def content_key(record: MemoryRecord) -> tuple[str, str]:
+    """What makes two memories exact duplicates: namespace and normalized content."""
+    return record.namespace, normalize(record.content)
+
+
+@dataclass
+class WritePlan:
+    """The outcome of planning a batch: what to insert, change, link and refresh."""
+
+    new: list[MemoryRecord] = field(default_factory=list)
+    changed: dict[int, MemoryRecord] = field(default_factory=dict)
+    duplicates: list[int] = field(default_factory=list)  # seqs of stored memories seen again
+    links: list[Link] = field(default_factory=list)
+    results: list[MemoryRecord] = field(default_factory=list)  # one per input item
+
+
+@dataclass(frozen=True)
+class StoreView:
+    """Lookups into the stored memories that planning needs."""
+
+    seq_of: Callable[[str, str], int | None]  # (namespace, memory_id) -> seq
+    record: Callable[[int], MemoryRecord]
+    by_content: Callable[[tuple[str, str]], int | None]
+    active_key: Callable[[str, str], int | None]  # (namespace, key) -> seq of the active one
+    conflict_candidates: Callable[[MemoryRecord], Iterable[int]]
+
+
+def plan_writes(
+    records: Sequence[tuple[MemoryRecord, bool]],
+    view: StoreView,
+    *,
+    now: datetime,
+    dedupe: bool,
+    conflict_types: frozenset[str],
+    conflict_overlap: float,
+) -> WritePlan:
+    """Plan a batch; ``records`` pairs each record with "its id was given by the caller"."""
+    plan = WritePlan()
+    batch: dict[tuple[str, str], MemoryRecord] = {}
+    for record, explicit_id in records:
+        existing = _duplicate_of(record, explicit_id, view, batch) if dedupe else None
+        if existing is not None:
+            seq = view.seq_of(existing.namespace, existing.memory_id)
+            if seq is not None:
+                plan.duplicates.append(seq)
+            plan.results.append(existing)
+            continue
+        record = _supersede(record, view, plan, now)
+        _check_unique(record, view, plan)
+        plan.new.append(record)
+        plan.results.append(record)
+        batch.setdefault(content_key(record), record)
+    _link_conflicts(plan, view, conflict_types, conflict_overlap)
+    return plan
+
+
+def _duplicate_of(
+    record: MemoryRecord,
+    explicit_id: bool,
+    view: StoreView,
+    batch: Mapping[tuple[str, str], MemoryRecord],
+) -> MemoryRecord | None:
+    if explicit_id:
+        return None
+    key = content_key(record)
+    if key in batch:
+        return batch[key]
+    seq = view.by_content(key)
+    return None if seq is None else view.record(seq)
+
+
+def _check_unique(record: MemoryRecord, view: StoreView, plan: WritePlan) -> None:
+    from .errors import DuplicateIdError
+
+    taken = view.seq_of(record.namespace, record.memory_id) is not None
+    if taken or any(
+        r.memory_id == record.memory_id and r.namespace == record.namespace for r in plan.new
+    ):
+        raise DuplicateIdError(record.memory_id, record.namespace)
+
+
+def _supersede(
+    record: MemoryRecord, view: StoreView, plan: WritePlan, now: datetime
+) -> MemoryRecord:
+    """Mark what ``record`` replaces (by explicit ``supersedes`` or by ``key``)."""
+    target = record.supersedes
+    if target is None and record.key is not None:
+        target = _active_with_key(record, view, plan)
+    if target is None:
+        return record
+    _retire(target, record, view, plan, now)
+    return record if record.supersedes == target else record.evolve(supersedes=target)
+
+
+def _active_with_key(record: MemoryRecord, view: StoreView, plan: WritePlan) -> str | None:
+    for earlier in reversed(plan.new):  # a batch may set the same key twice: the last wins
+        if earlier.key == record.key and earlier.namespace == record.namespace:
+            return earlier.memory_id if earlier.superseded_by is None else None
+    seq = view.active_key(record.namespace, record.key or "")
+    return None if seq is None else view.record(seq).memory_id
+
+
+def _retire(
+    target: str, record: MemoryRecord, view: StoreView, plan: WritePlan, now: datetime
+) -> None:
+    for position, earlier in enumerate(plan.new):
+        if earlier.memory_id == target and earlier.namespace == record.namespace:
+            plan.new[position] = earlier.evolve(superseded_by=record.memory_id, superseded_at=now)
+            plan.results[plan.results.index(earlier)] = plan.new[position]
+            return
+    seq = view.seq_of(record.namespace, target)
+    if seq is None:
+        raise ValidationError("supersedes", target, f"the id of a memory in {record.namespace!r}")
+    old = plan.changed.get(seq) or view.record(seq)
+    plan.changed[seq] = old.evolve(superseded_by=record.memory_id, superseded_at=now)
+
+
+def _link_conflicts(
+    plan: WritePlan, view: StoreView, types: frozenset[str], threshold: float
+) -> None:
+    for position, record in enumerate(plan.new):
+        if not _may_conflict(record, types):
+            continue
+        keys = cue_keys(record)
+        others = [view.record(seq) for seq in view.conflict_candidates(record)]
+        others += plan.new[:position]
+        for other in others:
+            if _conflicts(record, keys, other, types, threshold):
+                plan.links.append((record.namespace, record.memory_id, other.memory_id, CONFLICT))
+
+
+def _may_conflict(record: MemoryRecord, types: frozenset[str]) -> bool:
+    return record.key is None and record.superseded_by is None and record.type.value in types
+
+
+def _conflicts(
+    record: MemoryRecord,
+    keys: frozenset[str],
+    other: MemoryRecord,
+    types: frozenset[str],
+    threshold: float,
+) -> bool:
+    if other.memory_id == record.memory_id or other.namespace != record.namespace:
+        return False
+    if other.type != record.type or not _may_conflict(other, types):
+        return False
+    if normalize(other.content) == normalize(record.content):
+        return False
+    shared, jaccard = overlap(keys, cue_keys(other))
+    return shared >= 2 and jaccard >= threshold
