@@ -4,6 +4,7 @@ Importing this package loads the standard library only; the LangChain, LlamaInde
 PostgreSQL integrations are imported by the modules that need them.
 """
 
+from .capture import CaptureResult, CaptureRule, capture
 from .config import RecallConfig
 from .core import CueMap, StoreStats
 from .errors import (
@@ -11,18 +12,23 @@ from .errors import (
     CueMapError,
     DuplicateIdError,
     NotFoundError,
+    SecretError,
     StoreError,
     ValidationError,
 )
 from .records import MemoryRecord, MemoryType
-from .results import Hit, RecallResult, RecallTrace, ScoreBreakdown
+from .redact import RedactionPolicy, redact
+from .results import ConflictNote, Hit, RecallResult, RecallTrace, ScoreBreakdown
 from .session import RecallSession
 from .text import derive_cues, normalize
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "CaptureResult",
+    "CaptureRule",
     "ConfigError",
+    "ConflictNote",
     "CueMap",
     "CueMapError",
     "DuplicateIdError",
@@ -34,11 +40,15 @@ __all__ = [
     "RecallResult",
     "RecallSession",
     "RecallTrace",
+    "RedactionPolicy",
     "ScoreBreakdown",
+    "SecretError",
     "StoreError",
     "StoreStats",
     "ValidationError",
     "__version__",
+    "capture",
     "derive_cues",
     "normalize",
+    "redact",
 ]

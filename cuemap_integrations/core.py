@@ -14,17 +14,21 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import re
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from .aliases import AliasTable
+from .capture import CaptureResult
+from .capture import capture as capture_turns
 from .config import RecallConfig
-from .errors import DuplicateIdError, NotFoundError, ValidationError
+from .errors import NotFoundError, SecretError, ValidationError
 from .index import NamespaceIndex
+from .lifecycle import StoreView, WritePlan, content_key, plan_writes
 from .ranking import QUERY_SOURCE, Carried, Filters, plan_query, rank
 from .records import (
     CueOrigin,
@@ -34,7 +38,7 @@ from .records import (
     coerce_timestamp,
     validate_namespace,
 )
-from .lifecycle import StoreView, WritePlan, content_key, plan_writes
+from .redact import DEFAULT_POLICY, RedactionPolicy, redact, redact_mapping
 from .results import ConflictNote, Hit, NoteKind, RecallResult
 from .store import SQLiteStore
 from .text import content_terms, derive_cues, normalize
@@ -106,6 +110,9 @@ class CueMap:
         config: a :class:`RecallConfig`, a dict of its options, or None for the defaults.
         clock: returns "now" as an aware datetime (tests and replays pass a fixed clock).
         durable: fsync every commit (see :class:`SQLiteStore`).
+        redaction: the secrets policy applied to every write (content, cues, tags, metadata);
+            ``None`` turns it off. Default: API keys, tokens, passwords, private keys and
+            credentials in connection strings are replaced by ``[REDACTED:<class>]``.
 
     Raises:
         StoreError: the store cannot be opened.
@@ -119,12 +126,14 @@ class CueMap:
         config: RecallConfig | Mapping[str, Any] | None = None,
         clock: Clock = _utc_now,
         durable: bool = True,
+        redaction: RedactionPolicy | None = DEFAULT_POLICY,
     ) -> None:
         self.config = (
             config if isinstance(config, RecallConfig) else RecallConfig.from_dict(config or {})
         )
         self.aliases = AliasTable(self.config.aliases)
         self._clock = clock
+        self.redaction = redaction
         self._lock = threading.RLock()
         self._store = SQLiteStore(path, durable=durable)
         self._records: dict[int, MemoryRecord] = {}
@@ -247,7 +256,13 @@ class CueMap:
         days = self.config.ttl_days.get(kind.value)
         return None if days is None else created + timedelta(days=days)
 
-    def add(self, content: str, **options: Any) -> MemoryRecord:
+    def add(
+        self,
+        content: str,
+        *,
+        redaction: RedactionPolicy | None | Literal["default"] = "default",
+        **options: Any,
+    ) -> MemoryRecord:
         """Store one memory and return it as stored (with its id, cues and timestamps).
 
         Args:
@@ -258,19 +273,49 @@ class CueMap:
         Raises:
             ValidationError: a field is invalid (the message names it); nothing is stored.
             DuplicateIdError: ``memory_id`` is already used in the namespace.
+            SecretError: the redaction policy says to drop memories holding such a secret.
         """
-        return self.add_many([{"content": content, **options}])[0]
+        return self.add_many([{"content": content, **options}], redaction=redaction)[0]
 
-    def add_many(self, items: Iterable[Mapping[str, Any] | MemoryRecord]) -> list[MemoryRecord]:
+    def capture(self, messages: Any, *, session_id: str, **options: Any) -> CaptureResult:
+        """Turn conversation turns into memories by rule (see :func:`capture`) and store them.
+
+        Duplicates of stored memories are not stored again; a memory with a ``key`` supersedes
+        the stored one with that key. Returns the capture result with the records as stored.
+        """
+        options.setdefault("redaction", self.redaction)
+        options.setdefault("now", self.now())
+        result = capture_turns(messages, session_id=session_id, **options)
+        items = [_as_new(record) for record in result.records]
+        stored = self.add_many(items, redaction=options["redaction"]) if items else []
+        return replace(result, records=tuple(stored))
+
+    async def acapture(self, messages: Any, *, session_id: str, **options: Any) -> CaptureResult:
+        """:meth:`capture` without blocking the event loop."""
+        return await asyncio.to_thread(
+            lambda: self.capture(messages, session_id=session_id, **options)
+        )
+
+    def add_many(
+        self,
+        items: Iterable[Mapping[str, Any] | MemoryRecord],
+        *,
+        redaction: RedactionPolicy | None | Literal["default"] = "default",
+    ) -> list[MemoryRecord]:
         """Store many memories in one transaction: all are stored, or (on any error) none.
 
         Each item is a mapping of :meth:`add`'s arguments (``content`` plus options) or a ready
         :class:`MemoryRecord` (stored as given, e.g. from an export).
         """
+        policy = self.redaction if redaction == "default" else redaction
         with self._lock:
             now = self.now()
+            prepared = [
+                (_redacted(r, policy, i), given)
+                for i, (r, given) in enumerate(self._prepare(items, now))
+            ]
             plan = plan_writes(
-                self._prepare(items, now),
+                prepared,
                 self._view(),
                 now=now,
                 dedupe=self.config.dedupe,
@@ -698,6 +743,52 @@ _ADD_OPTIONS = frozenset(
     {"memory_id", "key", "cues", "tags", "type", "source", "namespace", "created_at", "updated_at",
      "expires_at", "supersedes", "metadata"}
 )  # fmt: skip
+
+
+def _as_new(record: MemoryRecord) -> dict[str, Any]:
+    """A captured record as ``add`` options without its id, so duplicates are recognised."""
+    return {
+        "content": record.content, "cues": record.cues if record.cue_origin == "given" else None,
+        "tags": record.tags, "type": record.type, "source": record.source,
+        "namespace": record.namespace, "created_at": record.created_at, "key": record.key,
+        "metadata": record.metadata,
+    }  # fmt: skip
+
+
+_PLACEHOLDER = re.compile(r"\[REDACTED:[a-z_]+\]")
+
+
+def _redacted(record: MemoryRecord, policy: RedactionPolicy | None, position: int) -> MemoryRecord:
+    """``record`` with secrets replaced; raises SecretError when the policy drops it."""
+    if policy is None:
+        return record
+    text = redact(record.content, policy)
+    cues = [redact(c, policy) for c in record.cues]
+    tags = [redact(t, policy) for t in record.tags]
+    meta = redact_mapping(record.metadata, policy)
+    counts: dict[str, int] = {}
+    for report in (text, *cues, *tags):
+        for name, n in report.counts.items():
+            counts[name] = counts.get(name, 0) + n
+    for name, n in meta.counts.items():
+        counts[name] = counts.get(name, 0) + n
+    if text.dropped or meta.dropped or any(r.dropped for r in (*cues, *tags)):
+        raise SecretError(position, sorted(counts))
+    if not counts:
+        return record
+    metadata = dict(meta.value) if isinstance(meta.value, dict) else {}
+    metadata["redacted"] = counts
+    content = text.text or ""
+    if record.cue_origin == "derived":  # derive again: no cue may come from the removed text
+        kept = tuple(derive_cues(_PLACEHOLDER.sub(" ", content)))
+    else:
+        kept = tuple(c.text for c in cues if c.text and "[REDACTED:" not in c.text)
+    return record.evolve(
+        content=content,
+        cues=kept,
+        tags=tuple(t.text for t in tags if t.text),
+        metadata=metadata,
+    )
 
 
 def _check_recall_args(query: object, k: object, min_score: object, extra_cues: object) -> None:

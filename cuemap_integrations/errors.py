@@ -5,6 +5,7 @@ Every error the library raises on purpose derives from :class:`CueMapError`::
     CueMapError
     ├── ValidationError      bad input: names the field, the value received and what is allowed
     │   ├── DuplicateIdError a memory id already stored in that namespace
+    │   ├── SecretError      the redaction policy drops a memory holding a secret
     │   └── ConfigError      an unknown rule, weight or option, or a value out of range
     ├── NotFoundError        no memory with that id in that namespace
     └── StoreError           the storage backend failed (I/O, corruption, schema too new)
@@ -22,6 +23,7 @@ __all__ = [
     "CueMapError",
     "DuplicateIdError",
     "NotFoundError",
+    "SecretError",
     "StoreError",
     "ValidationError",
 ]
@@ -64,6 +66,21 @@ class DuplicateIdError(ValidationError):
             "memory_id", memory_id, f"already stored in namespace {namespace!r}; ids are unique"
         )
         self.namespace = namespace
+
+
+class SecretError(ValidationError):
+    """A memory holds a secret whose policy is ``drop``; nothing was stored.
+
+    The message names the secret classes found, never the secret.
+    """
+
+    def __init__(self, position: int, classes: list[str]) -> None:
+        super().__init__(
+            f"items[{position}].content",
+            "[withheld]",
+            f"holds {', '.join(classes)}, which the redaction policy drops",
+        )
+        self.classes = tuple(classes)
 
 
 class ConfigError(ValidationError):

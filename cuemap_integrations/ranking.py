@@ -10,8 +10,8 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
 from datetime import datetime
+from typing import NamedTuple
 
 from .aliases import AliasTable
 from .config import RecallConfig

@@ -628,10 +628,10 @@ def _date_cue(match: re.Match[str]) -> str | None:
     month = _MONTHS[groups["mon"]] if groups.get("mon") else int(groups["m"])
     day = int(groups["d"]) if groups.get("d") else None
     try:
-        date(year, month, day or 1)
+        date(year, month, 1 if day is None else day)
     except ValueError:
         return None
-    return f"{year:04d}-{month:02d}" + (f"-{day:02d}" if day else "")
+    return f"{year:04d}-{month:02d}" + ("" if day is None else f"-{day:02d}")
 
 
 def _date_cues(text: str) -> tuple[list[str], str]:

@@ -31,10 +31,11 @@ def test_import_loads_only_the_standard_library() -> None:
 def test_public_all_is_pinned() -> None:
     assert sorted(cuemap_integrations.__all__) == sorted(
         [
-            "ConfigError", "CueMap", "CueMapError", "DuplicateIdError", "Hit", "MemoryRecord",
+            "CaptureResult", "CaptureRule", "ConfigError", "ConflictNote", "CueMap", "CueMapError", "DuplicateIdError", "Hit", "MemoryRecord",
             "MemoryType", "NotFoundError", "RecallConfig", "RecallResult", "RecallSession",
-            "RecallTrace", "ScoreBreakdown", "StoreError", "StoreStats", "ValidationError",
-            "__version__", "derive_cues", "normalize",
+            "RecallTrace", "RedactionPolicy", "ScoreBreakdown", "SecretError", "StoreError",
+            "StoreStats", "ValidationError", "__version__", "capture", "derive_cues", "normalize",
+            "redact",
         ]
     )  # fmt: skip
     for name in cuemap_integrations.__all__:
