@@ -4,7 +4,7 @@ Importing this package loads the standard library only; the LangChain, LlamaInde
 PostgreSQL integrations are imported by the modules that need them.
 """
 
-from .capture import CaptureResult, CaptureRule, capture
+from .capture import CaptureResult, CaptureRule
 from .config import RecallConfig
 from .core import CueMap, StoreStats
 from .errors import (
@@ -17,7 +17,7 @@ from .errors import (
     ValidationError,
 )
 from .records import MemoryRecord, MemoryType
-from .redact import RedactionPolicy, redact
+from .redact import RedactionPolicy
 from .results import ConflictNote, Hit, RecallResult, RecallTrace, ScoreBreakdown
 from .session import RecallSession
 from .text import derive_cues, normalize
@@ -47,8 +47,6 @@ __all__ = [
     "StoreStats",
     "ValidationError",
     "__version__",
-    "capture",
     "derive_cues",
     "normalize",
-    "redact",
 ]

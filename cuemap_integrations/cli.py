@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from typing import Any, TextIO
 
 from . import __version__
+from .bench import add_bench_parser
 from .core import CueMap
 from .errors import CueMapError
 from .records import MemoryRecord, MemoryType, validate_namespace
@@ -408,6 +409,74 @@ def _cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------------- capture
+def _read_messages(path: str) -> list[dict[str, Any]]:
+    """Messages from JSON Lines; a bad line is an error naming its number (nothing captured)."""
+    messages: list[dict[str, Any]] = []
+    for number, raw in enumerate(_read_bytes(path).splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            data = json.loads(raw.decode("utf-8-sig" if number == 1 else "utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"{path}:{number}: not a JSON object ({exc})") from None
+        if not isinstance(data, dict):
+            raise ValueError(f"{path}:{number}: expected a JSON object with role and content")
+        messages.append(data)
+    return messages
+
+
+def _cmd_capture(args: argparse.Namespace) -> int:
+    messages = _read_messages(args.file)
+    with _open(args) as cm:
+        result = cm.capture(
+            messages, session_id=args.session, namespace=_namespace(args), mode=args.mode
+        )
+    if args.json:
+        print(_dump({
+            "records": [r.to_dict() for r in result.records],
+            "skipped": [list(s) for s in result.skipped],
+            "redactions": dict(result.redactions),
+        }))  # fmt: skip
+        return 0
+    for record in result.records:
+        print(f"{record.memory_id}  {record.type.value:<10}  {trim(record.content)}")
+    reasons: dict[str, int] = {}
+    for _, reason in result.skipped:
+        reasons[reason] = reasons.get(reason, 0) + 1
+    summary = ", ".join(f"{n} {why}" for why, n in reasons.items()) or "none"
+    redacted = ", ".join(f"{n} {c}" for c, n in result.redactions.items()) or "none"
+    print(f"captured {len(result.records)}; skipped: {summary}; redacted: {redacted}")
+    return 0
+
+
+# ---------------------------------------------------------------------------- forget, history
+def _cmd_forget(args: argparse.Namespace) -> int:
+    with _open(args) as cm:
+        removed = cm.forget(
+            args.ids or None, namespace=_namespace(args), types=args.types, sources=args.sources,
+            before=args.before, everything=args.everything,
+        )  # fmt: skip
+    for record in removed:
+        print(record.memory_id)
+    print(f"forgot {len(removed)} memories", file=sys.stderr)
+    return 0
+
+
+def _cmd_history(args: argparse.Namespace) -> int:
+    with _open(args) as cm:
+        chain = cm.history(args.id, namespace=_namespace(args))
+    if args.json:
+        print(_dump([r.to_dict() for r in chain]))
+        return 0
+    for record in chain:
+        state = f"superseded {record.superseded_at:%Y-%m-%d}" if record.superseded_at else "active"
+        print(
+            f"{record.created_at:%Y-%m-%d}  {record.memory_id}  {state:<21} {trim(record.content)}"
+        )
+    return 0
+
+
 # ---------------------------------------------------------------------------- demo
 def _cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
@@ -522,6 +591,38 @@ def _io_parsers(subs: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p.add_argument("file", metavar="FILE", nargs="?", help="output file (default: stdout)")
 
 
+def _lifecycle_parsers(subs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = _subcommand(
+        subs, "capture", "Turn conversation turns (JSON Lines) into memories by rule.",
+        "  cuemap capture chat.jsonl --session thread-7\n\n"
+        'Each line: {"role": "user", "content": "From now on call me Sam"} (optional\n'
+        '"timestamp", "name"). Only preferences, conventions, facts and tasks are kept (or every\n'
+        "turn with --mode all); secrets are redacted first; duplicates are not stored twice.\n",
+        _cmd_capture,
+    )  # fmt: skip
+    p.add_argument("file", metavar="FILE", help="JSON Lines of messages, or - for stdin")
+    p.add_argument("--session", default="cli", help="session id recorded in metadata")
+    p.add_argument("--mode", choices=["rules", "all"], default="rules")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p = _subcommand(
+        subs, "forget", "Delete memories for good: by id, by filter, or a whole namespace.",
+        "  cuemap forget m-3f1c0e9a2b7d\n  cuemap forget --type task --before 2026-01-01T00:00:00Z\n"
+        "  cuemap -n tenant-b forget --everything\n",
+        _cmd_forget,
+    )  # fmt: skip
+    p.add_argument("ids", metavar="ID", nargs="*")
+    p.add_argument("--type", dest="types", action="append", choices=_TYPES)
+    p.add_argument("--source", dest="sources", action="append")
+    p.add_argument("--before", metavar="ISO", help="created before this time")
+    p.add_argument("--everything", action="store_true", help="the whole namespace")
+    p = _subcommand(
+        subs, "history", "Show every version of a memory (supersession chain), oldest first.",
+        "  cuemap history m-3f1c0e9a2b7d\n", _cmd_history,
+    )  # fmt: skip
+    p.add_argument("id", metavar="ID")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+
 def _admin_parsers(subs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = _subcommand(
         subs, "delete", "Delete a memory by id.", "  cuemap delete m-3f1c0e9a2b7d\n", _cmd_delete
@@ -552,8 +653,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     _add_common(parser, None)
     subs = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for register in (_add_parser, _recall_parser, _chat_parser, _io_parsers, _admin_parsers):
+    registers = (_add_parser, _recall_parser, _chat_parser, _io_parsers, _lifecycle_parsers)
+    for register in (*registers, _admin_parsers):
         register(subs)
+    add_bench_parser(subs)  # `cuemap bench locomo|scale`; heavy imports happen only when run
     return parser
 
 
@@ -583,7 +686,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:  # --help, --version and usage errors (status 2)
         return _exit_code(exc.code)
-    handler: Handler = args.handler
+    handler: Handler = getattr(args, "handler", None) or args.func
     try:
         return handler(args)
     except BrokenPipeError:

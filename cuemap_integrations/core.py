@@ -14,8 +14,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-import re
 import os
+import re
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace

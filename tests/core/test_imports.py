@@ -34,8 +34,7 @@ def test_public_all_is_pinned() -> None:
             "CaptureResult", "CaptureRule", "ConfigError", "ConflictNote", "CueMap", "CueMapError", "DuplicateIdError", "Hit", "MemoryRecord",
             "MemoryType", "NotFoundError", "RecallConfig", "RecallResult", "RecallSession",
             "RecallTrace", "RedactionPolicy", "ScoreBreakdown", "SecretError", "StoreError",
-            "StoreStats", "ValidationError", "__version__", "capture", "derive_cues", "normalize",
-            "redact",
+            "StoreStats", "ValidationError", "__version__", "derive_cues", "normalize",
         ]
     )  # fmt: skip
     for name in cuemap_integrations.__all__:

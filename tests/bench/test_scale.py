@@ -1,0 +1,74 @@
+"""``bench scale`` on a tiny corpus: output shape, and the freshly added memory is recallable."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from cuemap_integrations.bench import add_bench_parser
+from cuemap_integrations.bench.data import parse_conversations
+from cuemap_integrations.bench.scale import (
+    ScaleOptions,
+    corpus_of,
+    counter_word,
+    make_memory,
+    queries_for,
+    run_scale,
+)
+
+from . import tiny
+
+
+def test_counter_words_are_unique() -> None:
+    words = [counter_word(i) for i in range(20_000)]
+    assert len(set(words)) == len(words)
+    assert words[:2] == ["ba", "be"]
+
+
+def test_memories_are_deterministic_and_varied() -> None:
+    corpus = corpus_of(parse_conversations(tiny.sample()))
+    first = [make_memory(corpus, 7, i) for i in range(50)]
+    assert first == [make_memory(corpus, 7, i) for i in range(50)]
+    assert len(set(first)) == 50
+    assert first != [make_memory(corpus, 8, i) for i in range(50)]
+    assert queries_for(corpus, 7, 12)[:5] == queries_for(corpus, 7, 5)
+    assert set(queries_for(corpus, 7, 12)) == {q["question"] for q in tiny.QUESTIONS}
+
+
+def test_scale_smoke(tiny_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    parser = argparse.ArgumentParser(prog="cuemap")
+    add_bench_parser(parser.add_subparsers())
+    out = tmp_path / "scale.json"
+    args = parser.parse_args(["bench", "scale", "--sizes", "200", "--queries", "20", "--locomo",
+                              str(tiny_path), "--json", str(out)])  # fmt: skip
+    assert args.func(args) == 0
+    report = json.loads(out.read_text())
+    [entry] = report["sizes"]
+    assert entry["size"] == 200 and "problem" not in entry
+    cue, bm = entry["cuemap"], entry["bm25s"]
+    assert cue["add"]["visible"] == cue["add"]["checked"] == 50 and cue["add"]["missed"] == []
+    assert cue["durable_file"]["add"]["visible"] == 50
+    assert cue["durable_file"]["reopened_memories"] == 250
+    assert cue["recall_ms"]["n"] == 20 and cue["recall_ms"]["p95"] >= cue["recall_ms"]["p50"] > 0
+    assert cue["ingest_per_s"] > 0 and cue["durable_file"]["ingest_per_s"] > 0
+    assert cue["peak_rss_bytes"] > 0 and cue["memory"]["index_bytes_per_memory"] > 0
+    assert bm["rebuild_visible"] == bm["rebuilds"] == 3 and bm["query_ms"]["n"] == 20
+    assert set(entry["ratios"]) >= {
+        "query_p50_ms",
+        "new_memory_searchable_ms",
+        "index_bytes_per_memory",
+    }
+    printed = capsys.readouterr().out
+    assert "size 200" in printed and "cuemap/bm25s" in printed
+
+
+def test_sizes_beyond_the_budget_are_skipped(tiny_path: Path) -> None:
+    options = ScaleOptions(sizes=(100, 10_000_000), queries=5, corpus=str(tiny_path),
+                           max_seconds=120, bm25s=False)  # fmt: skip
+    report = run_scale(options, progress=None)
+    first, second = report["sizes"]
+    assert "cuemap" in first and "bm25s" not in first
+    assert second["skipped"].startswith("skipped: estimated")
