@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from .errors import ValidationError
+from .errors import DuplicateIdError, ValidationError
 from .records import MemoryRecord
 from .text import normalize, query_units
 
@@ -83,6 +83,7 @@ def plan_writes(
     """Plan a batch; ``records`` pairs each record with "its id was given by the caller"."""
     plan = WritePlan()
     batch: dict[tuple[str, str], MemoryRecord] = {}
+    ids: set[tuple[str, str]] = set()
     for record, explicit_id in records:
         existing = _duplicate_of(record, explicit_id, view, batch) if dedupe else None
         if existing is not None:
@@ -91,8 +92,9 @@ def plan_writes(
                 plan.duplicates.append(seq)
             plan.results.append(existing)
             continue
-        record = _supersede(record, view, plan, now)
-        _check_unique(record, view, plan)
+        record = _supersede(record, view, plan, now) if _replaces(record) else record
+        _check_unique(record, view, ids)
+        ids.add((record.namespace, record.memory_id))
         plan.new.append(record)
         plan.results.append(record)
         batch.setdefault(content_key(record), record)
@@ -115,14 +117,14 @@ def _duplicate_of(
     return None if seq is None else view.record(seq)
 
 
-def _check_unique(record: MemoryRecord, view: StoreView, plan: WritePlan) -> None:
-    from .errors import DuplicateIdError
-
+def _check_unique(record: MemoryRecord, view: StoreView, batch_ids: set[tuple[str, str]]) -> None:
     taken = view.seq_of(record.namespace, record.memory_id) is not None
-    if taken or any(
-        r.memory_id == record.memory_id and r.namespace == record.namespace for r in plan.new
-    ):
+    if taken or (record.namespace, record.memory_id) in batch_ids:
         raise DuplicateIdError(record.memory_id, record.namespace)
+
+
+def _replaces(record: MemoryRecord) -> bool:
+    return record.supersedes is not None or record.key is not None
 
 
 def _supersede(

@@ -168,12 +168,22 @@ def _concept_key(cue: str, aliases: AliasTable) -> tuple[object, tuple[str, ...]
 
 
 def _concepts(found: Iterable[str], aliases: AliasTable) -> tuple[tuple[str, ...], ...]:
-    """Group cues that mean the same thing: one alias group, or one stem key."""
-    groups: dict[object, dict[str, None]] = {}
+    """Group cues that mean the same thing: an alias group and every cue sharing a stem key
+    with one of its members ("meeting", "meetings", "meet", "会议") count as one concept."""
+    groups: list[dict[str, None]] = []
+    owner: dict[object, int] = {}  # a stem key or an alias group -> its concept's index
     for cue in found:
-        key, members = _concept_key(cue, aliases)
-        groups.setdefault(key, {}).update(dict.fromkeys((cue, *members)))
-    return tuple(tuple(members) for members in groups.values())
+        group, names = aliases.group_of(cue), _concept_key(cue, aliases)[1]
+        keys: list[object] = [("stem", *query_units(n)) for n in (cue, *names)]
+        keys += [("alias", group)] if group is not None else []
+        known = [owner[k] for k in keys if k in owner]
+        target = known[0] if known else len(groups)
+        if not known:
+            groups.append({})
+        groups[target].update(dict.fromkeys((cue, *names)))
+        for k in keys:
+            owner.setdefault(k, target)
+    return tuple(tuple(members) for members in groups)
 
 
 def _weighted_concepts(carried: Iterable[Carried], aliases: AliasTable) -> tuple[Concept, ...]:

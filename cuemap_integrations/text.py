@@ -521,6 +521,9 @@ def content_terms(text: str) -> list[str]:
     return terms
 
 
+_STOP_MARK = "\x00"
+
+
 def query_units(text: str) -> list[str]:
     """The unit sequence used for lexicon matching.
 
@@ -541,6 +544,10 @@ def query_units(text: str) -> list[str]:
     for cjk, chunk in _scan(normalize(text)):
         if cjk:
             units.extend(chunk)
+        elif chunk in STOP_WORDS:
+            # Marked, so a stop word never meets a content word with the same stem
+            # ("on" vs "one" -> "on"); cues containing stop words still match verbatim.
+            units.append(_STOP_MARK + chunk)
         else:
             units.append(stem(chunk))
     return units

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from datetime import timedelta
 
 import pytest
@@ -250,3 +251,18 @@ def test_dates_and_units_match_however_they_are_written(cm: CueMap) -> None:
     cm.add("Unrelated memory about lunch", memory_id="lunch")
     assert cm.recall("what happened on 2023-05-08?").memory_ids[:1] == ["move"]
     assert "5ms" in cm.recall("is 5 ms the budget?", explain=True)[0].breakdown.matched_cues
+
+
+def test_stop_words_never_match_a_content_word_with_the_same_stem(cm: CueMap) -> None:
+    cm.add("I bought one new book", memory_id="book")  # stem("one") == "on"
+    result = cm.recall("what did we do on Monday?", explain=True)
+    assert result.memory_ids == [] and result.trace is not None and result.trace.query_cues == ()
+
+
+def test_one_query_word_counts_once_across_stems_and_aliases(cm: CueMap) -> None:
+    cm.add("I will meet Jean", memory_id="meet")  # carries "meet" and, by alias, "meeting"
+    cm.add("Lunch is at noon", memory_id="other")
+    result = cm.recall("meeting", explain=True)
+    cue_part = dict(result[0].breakdown.contributions)["cue"]
+    assert result.trace is not None and len(result.trace.query_cues) >= 2
+    assert cue_part == pytest.approx(cm.config.weights["cue"] * math.log(1 + 1.5 / 1.5))
