@@ -28,6 +28,7 @@ from .capture import capture as capture_turns
 from .config import RecallConfig
 from .errors import NotFoundError, SecretError, ValidationError
 from .index import NamespaceIndex
+from .events import WriteEvent, WriteListener, notify
 from .lifecycle import StoreView, WritePlan, content_key, plan_writes
 from .ranking import QUERY_SOURCE, Carried, Filters, plan_query, rank
 from .records import (
@@ -38,7 +39,7 @@ from .records import (
     coerce_timestamp,
     validate_namespace,
 )
-from .redact import DEFAULT_POLICY, RedactionPolicy, redact, redact_mapping
+from .redact import DEFAULT_POLICY, MappingRedaction, RedactionPolicy, redact, redact_mapping
 from .results import ConflictNote, Hit, NoteKind, RecallResult
 from .store import SQLiteStore
 from .text import content_terms, derive_cues, normalize
@@ -143,6 +144,7 @@ class CueMap:
         self._by_content: dict[tuple[str, str], dict[int, None]] = {}
         self._by_key: dict[tuple[str, str], int] = {}
         self._links: dict[tuple[str, str], dict[str, str]] = {}
+        self._listeners: list[WriteListener] = []
         for seq, record in self._store.load():
             self._index(seq, record)
         for namespace, from_id, to_id, kind in self._store.load_links():
@@ -323,6 +325,7 @@ class CueMap:
                 conflict_overlap=self.config.conflict_overlap,
             )
             self._apply(plan, now)
+        notify(self._listeners, WriteEvent(tuple(plan.new), tuple(plan.changed.values())))
         logger.debug("stored %d memories (%d duplicates)", len(plan.new), len(plan.duplicates))
         return plan.results
 
@@ -436,7 +439,8 @@ class CueMap:
             self._store.replace(seq, record)
             self._unindex(seq)
             self._index(seq, record)
-            return record
+        notify(self._listeners, WriteEvent(changed=(record,)))
+        return record
 
     def _evolved(self, old: MemoryRecord, changes: dict[str, Any]) -> MemoryRecord:
         if "cues" in changes:
@@ -456,7 +460,9 @@ class CueMap:
             NotFoundError: no such memory in the namespace.
         """
         with self._lock:
-            return self._remove([self._seq(memory_id, namespace)])[0]
+            removed = self._remove([self._seq(memory_id, namespace)])
+        notify(self._listeners, WriteEvent(removed=tuple(removed)))
+        return removed[0]
 
     def _remove(self, seqs: Sequence[int]) -> list[MemoryRecord]:
         records = [self._current(seq) for seq in seqs]
@@ -502,7 +508,19 @@ class CueMap:
             removed = self._remove(seqs)
             if everything and memory_ids is None and filters == Filters():
                 self._store.delete_namespace_sessions(namespace)
+        notify(self._listeners, WriteEvent(removed=tuple(removed)))
         return removed
+
+    def add_listener(self, listener: WriteListener) -> None:
+        """Call ``listener.on_write(event)`` after every committed write (see :mod:`.events`)."""
+        with self._lock:
+            self._listeners.append(listener)
+
+    def remove_listener(self, listener: WriteListener) -> None:
+        """Stop notifying ``listener`` (unknown listeners are ignored)."""
+        with self._lock:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
 
     def _select(
         self, namespace: str, memory_ids: Iterable[str] | None, filters: Filters
@@ -755,6 +773,7 @@ def _as_new(record: MemoryRecord) -> dict[str, Any]:
     }  # fmt: skip
 
 
+_NO_SECRETS = MappingRedaction({}, {}, False)
 _PLACEHOLDER = re.compile(r"\[REDACTED:[a-z_]+\]")
 
 
@@ -763,9 +782,10 @@ def _redacted(record: MemoryRecord, policy: RedactionPolicy | None, position: in
     if policy is None:
         return record
     text = redact(record.content, policy)
-    cues = [redact(c, policy) for c in record.cues]
+    given = record.cue_origin == "given"  # derived cues come from the content: derived again
+    cues = [redact(c, policy) for c in record.cues] if given else []
     tags = [redact(t, policy) for t in record.tags]
-    meta = redact_mapping(record.metadata, policy)
+    meta = redact_mapping(record.metadata, policy) if record.metadata else _NO_SECRETS
     counts: dict[str, int] = {}
     for report in (text, *cues, *tags):
         for name, n in report.counts.items():

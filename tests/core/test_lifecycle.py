@@ -56,11 +56,17 @@ def test_supersedes_an_unknown_id_changes_nothing(cm: CueMap) -> None:
 @pytest.mark.parametrize(
     ("first", "second", "query"),
     [
-        ("The orders API uses POST", "The orders API uses GET", "which method does the orders api use"),
+        (
+            "The orders API uses POST",
+            "The orders API uses GET",
+            "which method does the orders api use",
+        ),
         ("订单接口统一使用 POST 方法", "订单接口统一使用 GET 方法", "订单接口用什么方法"),
     ],
 )
-def test_conflicts_are_detected_and_reported(cm: CueMap, clock: FakeClock, first, second, query) -> None:
+def test_conflicts_are_detected_and_reported(
+    cm: CueMap, clock: FakeClock, first, second, query
+) -> None:
     cm.add(first, type="convention", memory_id="old")
     clock.advance(days=2)
     cm.add(second, type="convention", memory_id="new")
@@ -138,3 +144,47 @@ def test_forget_by_id_filter_and_namespace(cm: CueMap, clock: FakeClock) -> None
     assert cm.session("s", namespace="tenant-b").turn == 0
     index_left = [ix for ix in cm._indexes.values()]
     assert index_left == []
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list = []
+
+    def on_write(self, event) -> None:
+        self.events.append(event)
+
+
+class Broken:
+    def on_write(self, event) -> None:
+        raise RuntimeError("mirror down")
+
+
+def test_listeners_see_every_committed_write_and_cannot_break_it(cm: CueMap) -> None:
+    seen = Recorder()
+    cm.add_listener(Broken())
+    cm.add_listener(seen)
+    cm.add("Call the user Sam", key="user.name", memory_id="a")
+    cm.add("Call the user Samantha", key="user.name", memory_id="b")
+    cm.update("b", tags=["name"])
+    cm.delete("a")
+    cm.forget(["b"])
+    with pytest.raises(ValidationError):
+        cm.add("")  # refused writes are not events
+    kinds = [
+        (
+            [r.memory_id for r in e.added],
+            [r.memory_id for r in e.changed],
+            [r.memory_id for r in e.removed],
+        )
+        for e in seen.events
+    ]
+    assert kinds == [
+        (["a"], [], []),
+        (["b"], ["a"], []),
+        ([], ["b"], []),
+        ([], [], ["a"]),
+        ([], [], ["b"]),
+    ]
+    cm.remove_listener(seen)
+    cm.add("after", memory_id="c")
+    assert len(seen.events) == 5
