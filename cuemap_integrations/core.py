@@ -28,7 +28,7 @@ from .capture import capture as capture_turns
 from .config import RecallConfig
 from .errors import NotFoundError, SecretError, ValidationError
 from .index import NamespaceIndex
-from .events import WriteEvent, WriteListener, notify
+from .events import RecallExtension, RecallRequest, WriteEvent, WriteListener, notify
 from .lifecycle import StoreView, WritePlan, content_key, plan_writes
 from .ranking import QUERY_SOURCE, Carried, Filters, plan_query, rank
 from .records import (
@@ -111,6 +111,8 @@ class CueMap:
         config: a :class:`RecallConfig`, a dict of its options, or None for the defaults.
         clock: returns "now" as an aware datetime (tests and replays pass a fixed clock).
         durable: fsync every commit (see :class:`SQLiteStore`).
+        hybrid: attach the dense fallback (:class:`~cuemap_integrations.hybrid.HybridRecall`,
+            extra ``[hybrid]``); a mapping is passed to it as keyword arguments.
         redaction: the secrets policy applied to every write (content, cues, tags, metadata);
             ``None`` turns it off. Default: API keys, tokens, passwords, private keys and
             credentials in connection strings are replaced by ``[REDACTED:<class>]``.
@@ -128,6 +130,7 @@ class CueMap:
         clock: Clock = _utc_now,
         durable: bool = True,
         redaction: RedactionPolicy | None = DEFAULT_POLICY,
+        hybrid: bool | Mapping[str, Any] = False,
     ) -> None:
         self.config = (
             config if isinstance(config, RecallConfig) else RecallConfig.from_dict(config or {})
@@ -145,10 +148,15 @@ class CueMap:
         self._by_key: dict[tuple[str, str], int] = {}
         self._links: dict[tuple[str, str], dict[str, str]] = {}
         self._listeners: list[WriteListener] = []
+        self.extension: RecallExtension | None = None  # e.g. the hybrid dense fallback
         for seq, record in self._store.load():
             self._index(seq, record)
         for namespace, from_id, to_id, kind in self._store.load_links():
             self._add_link(namespace, from_id, to_id, kind)
+        if hybrid:  # imported here: the dense fallback needs the [hybrid] extra
+            from .hybrid import HybridRecall
+
+            HybridRecall(self, **(dict(hybrid) if isinstance(hybrid, Mapping) else {}))
 
     # ----------------------------------------------------------------- lifecycle
     @property
@@ -629,6 +637,7 @@ class CueMap:
         explain: bool = False,
         expanded: Sequence[tuple[str, float, Sequence[str]]] = (),
         exclude: frozenset[str] = frozenset(),
+        extend: bool = True,
     ) -> RecallResult:
         _check_recall_args(query, k, min_score, extra_cues)
         namespace = validate_namespace(namespace)
@@ -642,7 +651,20 @@ class CueMap:
                 index, self._records, counts, plan, self.config,
                 k=k, filters=filters, now=now, min_score=min_score, exclude=exclude,
             )  # fmt: skip
-            self._touch([self._seq_of[(namespace, h.memory_id)] for h in hits], now)
+        if self.extension is not None and extend:
+            # outside the lock: an extension may embed the query, which is slow
+            admits = _Admits(filters, exclude, now)
+            request = RecallRequest(query, k, namespace, min_score, admits)
+            hits = list(self.extension.extend(request, tuple(hits)))
+        with self._lock:
+            self._touch(
+                [
+                    s
+                    for s in (self._seq_of.get((namespace, h.memory_id)) for h in hits)
+                    if s is not None
+                ],
+                now,
+            )
             linked = tuple(self._with_links(namespace, hit) for hit in hits)
             notes = self._notes(namespace, linked)
         logger.debug("recall trace: %s", trace.as_dict())
@@ -755,6 +777,18 @@ class CueMap:
             return ()
         doc = self._indexes[namespace].docs[seq]
         return doc.cues + doc.tags
+
+
+@dataclass(frozen=True)
+class _Admits:
+    """The recall's filters as a predicate, for hits that come from outside the index."""
+
+    filters: Filters
+    exclude: frozenset[str]
+    now: datetime
+
+    def __call__(self, record: MemoryRecord) -> bool:
+        return record.memory_id not in self.exclude and self.filters.admits(record, self.now)
 
 
 _ADD_OPTIONS = frozenset(
