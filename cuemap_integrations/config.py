@@ -94,6 +94,7 @@ class RecallConfig:
         session_self_factor: multiplies a carried cue's weight for the one memory it came from, so
             a follow-up finds what is related to the last answer before the last answer itself.
         track_access: recall updates ``last_accessed`` / ``access_count``.
+        prune: skip candidates that provably cannot reach the top k (exact; off only to compare).
         dedupe: an add without ``memory_id`` whose text is already stored returns the stored memory.
         conflict_types: memory types checked for likely conflicts when added.
         conflict_overlap: cue-set Jaccard similarity from which two memories of the same type
@@ -117,6 +118,7 @@ class RecallConfig:
     session_only_factor: float = 0.5
     session_self_factor: float = 0.5
     track_access: bool = True
+    prune: bool = True
     dedupe: bool = True
     conflict_types: tuple[str, ...] = ("preference", "convention", "fact")
     conflict_overlap: float = 0.5
@@ -141,7 +143,7 @@ class RecallConfig:
         _check_number("session_self_factor", self.session_self_factor, low=0.0, high=1.0)
         for name in ("session_history", "session_carry", "max_content_chars"):
             _check_int(name, getattr(self, name), low=0 if name != "max_content_chars" else 1)
-        for name in ("track_access", "dedupe"):
+        for name in ("track_access", "dedupe", "prune"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(name, getattr(self, name), "True or False")
 

@@ -650,6 +650,7 @@ class CueMap:
             hits, trace = rank(
                 index, self._records, counts, plan, self.config,
                 k=k, filters=filters, now=now, min_score=min_score, exclude=exclude,
+                prune=self.config.prune,
             )  # fmt: skip
         if self.extension is not None and extend:
             # outside the lock: an extension may embed the query, which is slow

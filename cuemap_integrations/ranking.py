@@ -19,8 +19,9 @@ from .errors import ValidationError
 from .index import NamespaceIndex
 from .records import MemoryRecord, MemoryType, coerce_timestamp
 from .results import Hit, RecallTrace, ScoreBreakdown
-from .scoring import Features, bm25_idf, bm25_term, combine
+from .scoring import RULES, Features, combine
 from .text import content_terms, derive_cues, normalize, query_units
+from .topk import Evidence, gather
 
 __all__ = ["Carried", "Concept", "Filters", "QueryPlan", "plan_query", "rank"]
 
@@ -198,85 +199,12 @@ def _weighted_concepts(carried: Iterable[Carried], aliases: AliasTable) -> tuple
     return tuple(Concept(tuple(n), w, src) for n, w, src in groups.values())
 
 
-def _accumulate_concepts(
-    postings: Sequence[Mapping[str, Mapping[int, object]]],
-    concepts: Iterable[Concept],
-    n_docs: int,
-    self_factor: float = 1.0,
-) -> dict[int, float]:
-    """Each concept adds weight x IDF (over the union of its members' postings) once per memory.
-
-    A concept carried over from one memory only counts ``self_factor`` for that memory: what was
-    just recalled should help find related memories more than it finds itself again.
-    """
-    scores: dict[int, float] = {}
-    for concept in concepts:
-        union: dict[int, None] = {}
-        for table in postings:
-            for cue in concept.members:
-                union.update(dict.fromkeys(table.get(cue, ())))
-        if not union:
-            continue
-        gain = concept.weight * bm25_idf(n_docs, len(union))
-        only = next(iter(concept.sources)) if len(concept.sources) == 1 else None
-        for seq in union:
-            scores[seq] = scores.get(seq, 0.0) + (gain * self_factor if seq == only else gain)
-    return scores
-
-
-def _accumulate_cues(
-    postings: Mapping[str, Mapping[int, object]], keys: Iterable[tuple[str, float]], n_docs: int
-) -> dict[int, float]:
-    scores: dict[int, float] = {}
-    for key, weight in keys:
-        bucket = postings.get(key)
-        if not bucket:
-            continue
-        gain = weight * bm25_idf(n_docs, len(bucket))
-        for seq in bucket:
-            scores[seq] = scores.get(seq, 0.0) + gain
-    return scores
-
-
-def _accumulate_content(
-    index: NamespaceIndex, terms: Iterable[str], cfg: RecallConfig
-) -> dict[int, float]:
-    scores: dict[int, float] = {}
-    n_docs, avg, docs = len(index), index.avg_length, index.docs
-    k1, b = cfg.bm25_k1, cfg.bm25_b
-    for term in terms:
-        bucket = index.terms.get(term)
-        if not bucket:
-            continue
-        idf = bm25_idf(n_docs, len(bucket))
-        for seq, tf in bucket.items():
-            gain = idf * bm25_term(tf, docs[seq].length, avg, k1, b)
-            scores[seq] = scores.get(seq, 0.0) + gain
-    return scores
-
-
-@dataclass(frozen=True)
-class _Signals:
-    cue: dict[int, float]
-    session: dict[int, float]
-    tag: dict[int, float]
-    content: dict[int, float]
-
-
-def _signals(index: NamespaceIndex, plan: QueryPlan, cfg: RecallConfig) -> _Signals:
-    n = len(index)
-    return _Signals(
-        cue=_accumulate_concepts([index.cues], (Concept(c) for c in plan.cues), n),
-        session=_accumulate_concepts(
-            [index.cues, index.tags], plan.expanded_concepts, n, cfg.session_self_factor
-        ),
-        tag=_accumulate_cues(index.tags, ((t, 1.0) for t in plan.tags), n),
-        content=_accumulate_content(index, plan.terms, cfg),
-    )
+_PRIOR_RULES = ("recency", "frequency", "type")
+_NO_EVIDENCE = Evidence()
 
 
 def _features(
-    seq: int, record: MemoryRecord, sig: _Signals, now: datetime, access: int
+    seq: int, record: MemoryRecord, sig: Evidence, now: datetime, access: int
 ) -> Features:
     return Features(
         cue=sig.cue.get(seq, 0.0),
@@ -328,18 +256,32 @@ def rank(
     now: datetime,
     min_score: float | None = None,
     exclude: frozenset[str] = frozenset(),
+    prune: bool = True,
 ) -> tuple[list[Hit], RecallTrace]:
     """Score every candidate memory and return the top ``k`` hits with the query trace.
 
     Candidates are the union over all cue, tag and term postings of the query (wide); the ranking
-    then puts memories that matched a cue or the text ahead of tag-only matches (strict).
+    then puts memories that matched a cue or the text ahead of tag-only matches (strict). With
+    ``prune`` (the default), candidates that provably cannot reach the top ``k`` are skipped
+    (:mod:`.topk`); the hits are the same as without it.
     """
-    sig = _signals(index, plan, cfg)
-    candidates = {**sig.cue, **sig.session, **sig.tag, **sig.content}
-    scored: list[tuple[bool, float, int, tuple[tuple[str, float], ...]]] = []
-    for seq in candidates:
+
+    def admitted(seq: int) -> bool:
         record = records[seq]
-        if record.memory_id in exclude or not filters.admits(record, now):
+        return record.memory_id not in exclude and filters.admits(record, now)
+
+    def prior(seq: int) -> float:
+        record = records[seq]
+        feats = _features(
+            seq, record, _NO_EVIDENCE, now, access_counts.get(seq, record.access_count)
+        )
+        return sum(cfg.weights[name] * RULES[name](feats, cfg) for name in _PRIOR_RULES)
+
+    sig = gather(index, plan, cfg, k=k, prior=prior, admitted=admitted, prune=prune)
+    scored: list[tuple[bool, float, int, tuple[tuple[str, float], ...]]] = []
+    for seq in sig.candidates():
+        record = records[seq]
+        if not admitted(seq):
             continue
         feats = _features(seq, record, sig, now, access_counts.get(seq, record.access_count))
         score, parts = combine(feats, cfg)

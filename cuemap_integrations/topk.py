@@ -1,0 +1,239 @@
+"""Gathering the query's evidence per memory, exhaustively or with exact top-k pruning.
+
+Every query cue concept, carried session concept, tag and content term is a *list*: the memories
+that carry it and what it adds to their score. The lists are processed from the largest possible
+contribution (rarest) to the smallest. Once the k-th best *lower bound* among the memories seen so
+far (``theta``) exceeds what all unprocessed lists together could still add to a memory never
+seen, no new candidate can reach the top k: the remaining lists, usually the long ones of common
+words, are only probed for the few memories that still could (MaxScore, Turtle & Flood 1995).
+Survivors get exactly the evidence the exhaustive pass would give them, so the ranking is the
+same; ``tests/core/test_topk.py`` checks that against the exhaustive pass on random stores.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .index import NamespaceIndex
+from .scoring import RULES, bm25_idf, bm25_term
+
+if TYPE_CHECKING:
+    from .config import RecallConfig
+    from .ranking import QueryPlan
+
+__all__ = ["Evidence", "gather"]
+
+_SIGNALS = ("cue", "session", "tag", "content")
+_EPSILON = 1e-9  # bounds and final scores are summed in different orders: leave a margin
+_PRUNABLE_RULES = frozenset({*_SIGNALS, "recency", "frequency", "type"})
+
+
+@dataclass
+class Evidence:
+    """Per-signal raw values (before weights) for the candidate memories of one query."""
+
+    cue: dict[int, float] = field(default_factory=dict)
+    session: dict[int, float] = field(default_factory=dict)
+    tag: dict[int, float] = field(default_factory=dict)
+    content: dict[int, float] = field(default_factory=dict)
+
+    survivors: dict[int, None] | None = None  # set when pruning dropped the other candidates
+
+    def candidates(self) -> dict[int, None]:
+        """The memories to score: every one with evidence, or the pruning's survivors."""
+        if self.survivors is not None:
+            return self.survivors
+        return dict.fromkeys([*self.cue, *self.session, *self.tag, *self.content])
+
+
+@dataclass(frozen=True)
+class _List:
+    signal: str
+    bound: float  # the most this list adds to one memory's (weighted) score
+    postings: tuple[Mapping[int, object], ...]
+    gain: Callable[[int], float]
+
+    def members(self) -> Iterable[int]:
+        if len(self.postings) == 1:
+            return self.postings[0]
+        return dict.fromkeys(seq for p in self.postings for seq in p)
+
+    def holds(self, seq: int) -> bool:
+        return any(seq in p for p in self.postings)
+
+
+@dataclass(frozen=True)
+class _Gain:
+    """A list's constant gain, except for one memory (a session cue's own source)."""
+
+    value: float
+    special: int | None = None
+    special_value: float = 0.0
+
+    def __call__(self, seq: int) -> float:
+        return self.special_value if seq == self.special else self.value
+
+
+def _union_size(postings: tuple[Mapping[int, object], ...]) -> int:
+    if len(postings) == 1:
+        return len(postings[0])
+    return len(set().union(*postings))
+
+
+def _concept_lists(index: NamespaceIndex, plan: QueryPlan, cfg: RecallConfig) -> list[_List]:
+    n, w = len(index), cfg.weights
+    out: list[_List] = []
+    for members in plan.cues:
+        postings = tuple(index.cues[m] for m in members if m in index.cues)
+        if postings:
+            idf = bm25_idf(n, _union_size(postings))
+            out.append(_List("cue", w["cue"] * idf, postings, _Gain(idf)))
+    for concept in plan.expanded_concepts:
+        postings = tuple(t[m] for t in (index.cues, index.tags) for m in concept.members if m in t)
+        if postings:
+            gain = concept.weight * bm25_idf(n, _union_size(postings))
+            only = next(iter(concept.sources)) if len(concept.sources) == 1 else None
+            mine = gain * cfg.session_self_factor
+            out.append(_List("session", w["session"] * gain, postings, _Gain(gain, only, mine)))
+    return out
+
+
+def _term_lists(index: NamespaceIndex, plan: QueryPlan, cfg: RecallConfig) -> list[_List]:
+    n, w, docs, avg = len(index), cfg.weights, index.docs, index.avg_length
+    k1, b = cfg.bm25_k1, cfg.bm25_b
+    out: list[_List] = []
+    for tag in plan.tags:
+        if tag in index.tags:
+            idf = bm25_idf(n, len(index.tags[tag]))
+            out.append(_List("tag", w["tag"] * idf, (index.tags[tag],), _Gain(idf)))
+    for term in plan.terms:
+        bucket = index.terms.get(term)
+        if bucket:
+            idf = bm25_idf(n, len(bucket))
+
+            def gain(s: int, idf: float = idf, bucket: Mapping[int, int] = bucket) -> float:
+                return idf * bm25_term(bucket[s], docs[s].length, avg, k1, b)
+
+            out.append(_List("content", w["content"] * idf * (k1 + 1.0), (bucket,), gain))
+    return out
+
+
+def can_prune(cfg: RecallConfig) -> bool:
+    """Pruning is exact only when every evidence weight is >= 0 and every rule is known."""
+    active = {name for name, weight in cfg.weights.items() if weight != 0.0}
+    if not active <= _PRUNABLE_RULES or not all(name in RULES for name in active):
+        return False
+    return all(cfg.weights[name] >= 0 for name in (*_SIGNALS, "recency", "frequency"))
+
+
+@dataclass
+class _Pass:
+    """State of one gathering pass."""
+
+    cfg: RecallConfig
+    k: int
+    prior: Callable[[int], float]  # exact recency/type/frequency part of a memory's score
+    prior_max: float
+    admitted: Callable[[int], bool]
+    ev: Evidence = field(default_factory=Evidence)
+    survivors: dict[int, None] | None = None  # set once pruning starts
+
+    def add(self, lst: _List) -> None:
+        values = getattr(self.ev, lst.signal)
+        if self.survivors is None:
+            for seq in lst.members():
+                values[seq] = values.get(seq, 0.0) + lst.gain(seq)
+            return
+        for seq in self.survivors:
+            if lst.holds(seq):
+                values[seq] = values.get(seq, 0.0) + lst.gain(seq)
+
+    def lower(self, seq: int) -> float:
+        """A lower bound of the memory's final score from the evidence so far."""
+        ev, w, cfg = self.ev, self.cfg.weights, self.cfg
+        raw = ev.session.get(seq, 0.0)
+        session = cfg.session_saturation * (1.0 - math.exp(-raw / cfg.session_saturation))
+        explicit = seq in ev.cue or seq in ev.content or seq in ev.tag
+        factor = 1.0 if explicit else cfg.session_only_factor
+        return (
+            w["cue"] * ev.cue.get(seq, 0.0) + w["session"] * session * factor
+            + w["tag"] * ev.tag.get(seq, 0.0) + w["content"] * ev.content.get(seq, 0.0)
+            + self.prior(seq)
+        )  # fmt: skip
+
+    def jump(self, seq: int) -> float:
+        """What a session-only memory gains if a later list matches the query itself."""
+        ev = self.ev
+        if seq in ev.cue or seq in ev.content or seq in ev.tag or seq not in ev.session:
+            return 0.0
+        cfg = self.cfg
+        session = cfg.session_saturation * (
+            1.0 - math.exp(-ev.session[seq] / cfg.session_saturation)
+        )
+        return cfg.weights["session"] * session * (1.0 - cfg.session_only_factor)
+
+    def theta(self) -> float:
+        """The k-th best lower bound among admitted memories that matched more than tags."""
+        ev = self.ev
+        pool = [s for s in ev.candidates() if s in ev.cue or s in ev.session or s in ev.content]
+        if len(pool) < self.k:
+            return -math.inf
+        best = heapq.nlargest(4 * self.k, pool, key=self.lower)
+        admitted = [s for s in best if self.admitted(s)]
+        return self.lower(admitted[self.k - 1]) if len(admitted) >= self.k else -math.inf
+
+    def start_pruning(self, rest: float, theta: float) -> None:
+        self.survivors = {
+            seq: None
+            for seq in self.ev.candidates()
+            if self.lower(seq) + rest + self.jump(seq) >= theta - _EPSILON
+        }
+        self.ev.survivors = self.survivors
+
+
+def gather(
+    index: NamespaceIndex,
+    plan: QueryPlan,
+    cfg: RecallConfig,
+    *,
+    k: int,
+    prior: Callable[[int], float],
+    admitted: Callable[[int], bool],
+    prune: bool = True,
+) -> Evidence:
+    """The evidence of the query for every memory that can still be in the top ``k``.
+
+    Args:
+        index: the namespace's index.
+        plan: the query, read.
+        cfg: weights and parameters.
+        k: how many hits the caller will keep.
+        prior: the exact query-independent part (recency, type, frequency) of a memory's score.
+        admitted: True when a memory passes the recall's filters.
+        prune: False gathers every candidate (the reference the pruned pass must equal).
+    """
+    lists = _concept_lists(index, plan, cfg) + _term_lists(index, plan, cfg)
+    lists.sort(key=lambda lst: -lst.bound)  # stable: equal bounds keep the plan's order
+    w = cfg.weights
+    prior_max = w["recency"] + max(0.0, w["type"] * max(cfg.type_priority.values(), default=0.0))
+    run = _Pass(cfg, k, prior, prior_max, admitted)
+    rest = sum(lst.bound for lst in lists)
+    prune = prune and can_prune(cfg)
+    for lst in lists:
+        if prune and run.survivors is None and _worth_checking(run, lst):
+            theta = run.theta()
+            if rest + prior_max < theta - _EPSILON:
+                run.start_pruning(rest, theta)
+        run.add(lst)
+        rest -= lst.bound
+    return run.ev
+
+
+def _worth_checking(run: _Pass, lst: _List) -> bool:
+    """Compute theta only before a list longer than what we have: that is what pruning saves."""
+    size = sum(len(p) for p in lst.postings)
+    return size > 64 and size > len(run.ev.cue) + len(run.ev.content) + len(run.ev.session)

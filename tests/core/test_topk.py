@@ -1,0 +1,103 @@
+"""Exact top-k pruning: the pruned ranking equals the exhaustive one (a differential test)."""
+
+from __future__ import annotations
+
+import functools
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cuemap_integrations import CueMap
+from cuemap_integrations.ranking import Filters, plan_query, rank
+from cuemap_integrations.topk import can_prune
+
+from ..conftest import T0, FakeClock
+
+WORDS = (
+    "order cache redis timeout port api schema backup deploy friday team lunch bike tyre coffee "
+    "python rust tests login chrome pinned memory session cue recall caroline melanie painting "
+    "camping beach family school music guitar adoption support group festival hiking"
+).split()
+CJK = "订单超时缓存修复端口接口部署周五团队午饭自行车咖啡测试登录"
+TYPES = ["note", "fact", "event", "convention", "preference", "task"]
+
+
+@functools.lru_cache(maxsize=8)
+def _store(seed: int, size: int) -> CueMap:
+    return build(seed, size)
+
+
+def build(seed: int, size: int) -> CueMap:
+    rnd = random.Random(seed)
+    clock = FakeClock(T0)
+    cm = CueMap(clock=clock, config={"dedupe": False})
+    zipf = [w for i, w in enumerate(WORDS) for _ in range(max(1, 12 - i // 3))]
+    items = []
+    for i in range(size):
+        words = [rnd.choice(zipf) for _ in range(rnd.randint(3, 12))]
+        if rnd.random() < 0.3:
+            words.append("".join(rnd.choice(CJK) for _ in range(rnd.randint(2, 6))))
+        items.append({
+            "content": " ".join(words), "memory_id": f"m{i}", "type": rnd.choice(TYPES),
+            "tags": [rnd.choice(WORDS)] if rnd.random() < 0.2 else [],
+            "created_at": T0.replace(day=1 + i % 28),
+        })  # fmt: skip
+    cm.add_many(items)
+    return cm
+
+
+def ranked(cm: CueMap, query: str, k: int, prune: bool, **filter_args) -> list[tuple[str, float]]:
+    index = cm._indexes["default"]
+    plan = plan_query(query, index, cm.aliases)
+    hits, _ = rank(
+        index, cm._records, {}, plan, cm.config, k=k, filters=Filters.build(**filter_args),
+        now=cm.now(), prune=prune,
+    )  # fmt: skip
+    return [(h.memory_id, round(h.score, 9)) for h in hits]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 10_000),
+    query=st.lists(st.sampled_from([*WORDS, "订单", "超时", "缓存", "the", "what"]), min_size=1, max_size=6),
+    k=st.integers(1, 12),
+    types=st.one_of(st.none(), st.lists(st.sampled_from(TYPES), min_size=1, max_size=3)),
+)
+def test_pruned_ranking_equals_exhaustive(seed: int, query: list[str], k: int, types) -> None:
+    cm = _store(seed % 5, 400)  # few distinct stores, many queries
+    text = " ".join(query)
+    assert ranked(cm, text, k, True, types=types) == ranked(cm, text, k, False, types=types)
+
+
+def test_pruning_actually_skips_candidates() -> None:
+    cm = build(1, 2000)
+    index = cm._indexes["default"]
+    plan = plan_query("adoption festival caroline order", index, cm.aliases)
+    _, pruned = rank(index, cm._records, {}, plan, cm.config, k=5, filters=Filters(), now=cm.now())
+    _, full = rank(
+        index, cm._records, {}, plan, cm.config, k=5, filters=Filters(), now=cm.now(), prune=False
+    )
+    assert pruned.order == full.order
+    assert pruned.candidate_count < full.candidate_count / 2
+
+
+def test_sessions_and_skip_shown_rank_the_same_with_pruning() -> None:
+    pruned, full = build(3, 1500), build(3, 1500)
+    full.config = full.config.with_changes(prune=False)
+    turns = ["order cache redis", "how did we fix it", "caroline painting", "订单超时", "festival"]
+    for skip in (False, True):
+        a, b = pruned.session(f"s{skip}", skip_shown=skip), full.session(f"s{skip}", skip_shown=skip)
+        for query in turns:
+            assert a.recall(query, k=5).memory_ids == b.recall(query, k=5).memory_ids
+
+
+@pytest.mark.parametrize(
+    "weights",
+    [{"frequency": -1.0}, {"cue": -0.5}, {"recency": -0.1}],
+)
+def test_negative_weights_turn_pruning_off(weights) -> None:
+    cm = CueMap(config={"weights": weights})
+    assert not can_prune(cm.config)
+    assert can_prune(CueMap().config)
