@@ -27,8 +27,8 @@ from .capture import CaptureResult
 from .capture import capture as capture_turns
 from .config import RecallConfig
 from .errors import NotFoundError, SecretError, ValidationError
-from .index import NamespaceIndex
 from .events import RecallExtension, RecallRequest, WriteEvent, WriteListener, notify
+from .index import NamespaceIndex
 from .lifecycle import StoreView, WritePlan, content_key, plan_writes
 from .ranking import QUERY_SOURCE, Carried, Filters, plan_query, rank
 from .records import (
@@ -189,7 +189,9 @@ class CueMap:
 
     def _index(self, seq: int, record: MemoryRecord) -> None:
         cues, tags, terms = self._index_keys(record)
-        self._indexes.setdefault(record.namespace, NamespaceIndex()).add(seq, cues, tags, terms)
+        self._indexes.setdefault(record.namespace, NamespaceIndex()).add(
+            seq, cues, tags, terms, updated_ts=record.updated_at.timestamp(), type=record.type.value
+        )
         self._records[seq] = record
         self._seq_of[(record.namespace, record.memory_id)] = seq
         self._by_content.setdefault(content_key(record), {})[seq] = None

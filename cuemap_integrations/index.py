@@ -24,6 +24,8 @@ class IndexedDoc:
     tags: tuple[str, ...]
     terms: tuple[tuple[str, int], ...]
     length: int
+    updated_ts: float = 0.0  # POSIX time of the memory's last update (for recency)
+    type: str = "note"
 
 
 class NamespaceIndex:
@@ -46,7 +48,16 @@ class NamespaceIndex:
         """Mean content length in terms (BM25's ``avgdl``)."""
         return self.total_length / len(self.docs) if self.docs else 0.0
 
-    def add(self, seq: int, cues: Iterable[str], tags: Iterable[str], terms: Iterable[str]) -> None:
+    def add(
+        self,
+        seq: int,
+        cues: Iterable[str],
+        tags: Iterable[str],
+        terms: Iterable[str],
+        *,
+        updated_ts: float = 0.0,
+        type: str = "note",
+    ) -> None:
         """Index memory ``seq`` (replacing what it had indexed before, if anything)."""
         if seq in self.docs:
             self.remove(seq)
@@ -56,6 +67,8 @@ class NamespaceIndex:
             tuple(dict.fromkeys(tags)),
             tuple(counts.items()),
             sum(counts.values()),
+            updated_ts,
+            type,
         )
         self.docs[seq] = doc
         self.total_length += doc.length

@@ -8,7 +8,7 @@ store and query give the same ranking under any ``PYTHONHASHSEED``.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import NamedTuple
@@ -19,9 +19,9 @@ from .errors import ValidationError
 from .index import NamespaceIndex
 from .records import MemoryRecord, MemoryType, coerce_timestamp
 from .results import Hit, RecallTrace, ScoreBreakdown
-from .scoring import RULES, Features, combine
+from .scoring import Features, combine
 from .text import content_terms, derive_cues, normalize, query_units
-from .topk import Evidence, gather
+from .topk import Evidence, FastScorer, gather
 
 __all__ = ["Carried", "Concept", "Filters", "QueryPlan", "plan_query", "rank"]
 
@@ -270,37 +270,88 @@ def rank(
         record = records[seq]
         return record.memory_id not in exclude and filters.admits(record, now)
 
-    def prior(seq: int) -> float:
-        record = records[seq]
-        feats = _features(
-            seq, record, _NO_EVIDENCE, now, access_counts.get(seq, record.access_count)
-        )
-        return sum(cfg.weights[name] * RULES[name](feats, cfg) for name in _PRIOR_RULES)
+    def access(seq: int) -> int:
+        return access_counts.get(seq, records[seq].access_count)
 
-    sig = gather(index, plan, cfg, k=k, prior=prior, admitted=admitted, prune=prune)
-    scored: list[tuple[bool, float, int, tuple[tuple[str, float], ...]]] = []
+    fast = FastScorer(cfg, index.docs, now.timestamp(), access)
+    if not FastScorer.usable(cfg):
+        return _rank_with_rules(index, records, access, plan, cfg, k, admitted, now, min_score)
+    sig = gather(index, plan, cfg, k=k, prior=fast.prior, admitted=admitted, prune=prune)
+    rows = []
     for seq in sig.candidates():
-        record = records[seq]
+        score = fast.score(seq, sig)
+        if min_score is None or score >= min_score:
+            tag_only = seq not in sig.cue and seq not in sig.session and seq not in sig.content
+            rows.append((tag_only, -score, seq))
+    top = _top_admitted(rows, k, admitted)
+    hits = [
+        _hit(seq, score, records[seq], sig, index, plan, cfg, now, access(seq))
+        for seq, score in top
+    ]
+    return hits, _trace(plan, len(rows), hits)
+
+
+def _top_admitted(
+    rows: list[tuple[bool, float, int]], k: int, admitted: Callable[[int], bool]
+) -> list[tuple[int, float]]:
+    """The best ``k`` admitted rows as ``(seq, score)``; filters are checked best rows first."""
+    best = heapq.nsmallest(2 * k, rows)
+    chosen = [(seq, -neg) for _, neg, seq in best if admitted(seq)][:k]
+    if len(chosen) == k or len(best) == len(rows):
+        return chosen
+    admitted_rows = (r for r in rows if admitted(r[2]))
+    return [(seq, -neg) for _, neg, seq in heapq.nsmallest(k, admitted_rows)]
+
+
+def _hit(
+    seq: int,
+    score: float,
+    record: MemoryRecord,
+    sig: Evidence,
+    index: NamespaceIndex,
+    plan: QueryPlan,
+    cfg: RecallConfig,
+    now: datetime,
+    access: int,
+) -> Hit:
+    _, parts = combine(_features(seq, record, sig, now, access), cfg)  # the same sum, explained
+    return Hit(record, score, _explain(seq, index, plan, parts))
+
+
+def _rank_with_rules(
+    index: NamespaceIndex,
+    records: Mapping[int, MemoryRecord],
+    access: Callable[[int], int],
+    plan: QueryPlan,
+    cfg: RecallConfig,
+    k: int,
+    admitted: Callable[[int], bool],
+    now: datetime,
+    min_score: float | None,
+) -> tuple[list[Hit], RecallTrace]:
+    """The general path for user-registered rules: every candidate through ``combine``."""
+    sig = gather(index, plan, cfg, k=k, prior=lambda _: 0.0, admitted=admitted, prune=False)
+    scored = []
+    for seq in sig.candidates():
         if not admitted(seq):
             continue
-        feats = _features(seq, record, sig, now, access_counts.get(seq, record.access_count))
-        score, parts = combine(feats, cfg)
-        if min_score is not None and score < min_score:
-            continue
-        tag_only = seq not in sig.cue and seq not in sig.session and seq not in sig.content
-        scored.append((tag_only, -score, seq, parts))
+        score, parts = combine(_features(seq, records[seq], sig, now, access(seq)), cfg)
+        if min_score is None or score >= min_score:
+            tag_only = seq not in sig.cue and seq not in sig.session and seq not in sig.content
+            scored.append((tag_only, -score, seq, parts))
     top = heapq.nsmallest(k, scored, key=lambda row: row[:3])
-    hits = [
-        Hit(records[seq], -neg, _explain(seq, index, plan, parts)) for _, neg, seq, parts in top
-    ]
-    trace = RecallTrace(
+    hits = [Hit(records[s], -neg, _explain(s, index, plan, parts)) for _, neg, s, parts in top]
+    return hits, _trace(plan, len(scored), hits)
+
+
+def _trace(plan: QueryPlan, candidates: int, hits: Sequence[Hit]) -> RecallTrace:
+    return RecallTrace(
         query=plan.query,
         normalized_query=plan.normalized,
         query_cues=plan.flat_cues,
         expanded_cues=plan.expanded,
         query_tags=plan.tags,
         query_terms=plan.terms,
-        candidate_count=len(scored),
+        candidate_count=candidates,
         order=tuple(hit.memory.memory_id for hit in hits),
     )
-    return hits, trace

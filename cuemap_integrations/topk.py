@@ -18,14 +18,14 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .index import NamespaceIndex
+from .index import IndexedDoc, NamespaceIndex
 from .scoring import RULES, bm25_idf, bm25_term
 
 if TYPE_CHECKING:
     from .config import RecallConfig
     from .ranking import QueryPlan
 
-__all__ = ["Evidence", "gather"]
+__all__ = ["Evidence", "FastScorer", "can_prune", "gather"]
 
 _SIGNALS = ("cue", "session", "tag", "content")
 _EPSILON = 1e-9  # bounds and final scores are summed in different orders: leave a margin
@@ -78,6 +78,30 @@ class _Gain:
         return self.special_value if seq == self.special else self.value
 
 
+@dataclass(frozen=True)
+class _TermGain:
+    """BM25 gain of one content term for the memories that contain it."""
+
+    idf: float
+    bucket: Mapping[int, int]  # seq -> term frequency
+    docs: Mapping[int, IndexedDoc]
+    avg: float
+    k1: float
+    b: float
+
+    def __call__(self, seq: int) -> float:
+        return self.idf * bm25_term(
+            self.bucket[seq], self.docs[seq].length, self.avg, self.k1, self.b
+        )
+
+    def add_all(self, values: dict[int, float]) -> None:
+        """Add the gain to every memory holding the term (inlined: the hottest loop)."""
+        idf, k1, b, avg, docs, get = self.idf, self.k1, self.b, self.avg, self.docs, values.get
+        for seq, tf in self.bucket.items():
+            norm = k1 * (1.0 - b + b * docs[seq].length / avg) if avg > 0 else k1
+            values[seq] = get(seq, 0.0) + idf * (tf * (k1 + 1.0) / (tf + norm))
+
+
 def _union_size(postings: tuple[Mapping[int, object], ...]) -> int:
     if len(postings) == 1:
         return len(postings[0])
@@ -115,11 +139,68 @@ def _term_lists(index: NamespaceIndex, plan: QueryPlan, cfg: RecallConfig) -> li
         if bucket:
             idf = bm25_idf(n, len(bucket))
 
-            def gain(s: int, idf: float = idf, bucket: Mapping[int, int] = bucket) -> float:
-                return idf * bm25_term(bucket[s], docs[s].length, avg, k1, b)
-
+            gain = _TermGain(idf, bucket, docs, avg, k1, b)
             out.append(_List("content", w["content"] * idf * (k1 + 1.0), (bucket,), gain))
     return out
+
+
+class FastScorer:
+    """The score of a memory from its evidence, without building :class:`Features`.
+
+    Equal (up to float rounding) to :func:`~cuemap_integrations.scoring.combine` for the
+    built-in rules; used to rank, while the hits' breakdowns still come from ``combine``.
+    """
+
+    def __init__(
+        self,
+        cfg: RecallConfig,
+        docs: Mapping[int, IndexedDoc],
+        now_ts: float,
+        access: Callable[[int], int],
+    ) -> None:
+        w = cfg.weights
+        self.cfg, self.docs, self.now_ts, self.access = cfg, docs, now_ts, access
+        self.w_cue, self.w_session, self.w_tag = w["cue"], w["session"], w["tag"]
+        self.w_content, self.w_recency, self.w_freq = w["content"], w["recency"], w["frequency"]
+        self.type_bonus = {name: w["type"] * p for name, p in cfg.type_priority.items()}
+        self.per_second = 1.0 / (86400.0 * cfg.half_life_days)
+        self._priors: dict[int, float] = {}
+
+    @staticmethod
+    def usable(cfg: RecallConfig) -> bool:
+        """True when only built-in rules have a weight (custom rules need ``combine``)."""
+        return all(name in _PRUNABLE_RULES for name, w in cfg.weights.items() if w != 0.0)
+
+    def prior(self, seq: int) -> float:
+        """The query-independent part: recency, type priority, frequency penalty (memoized)."""
+        cached = self._priors.get(seq)
+        if cached is None:
+            cached = self._priors[seq] = self._prior(seq)
+        return cached
+
+    def _prior(self, seq: int) -> float:
+        doc = self.docs[seq]
+        value = self.type_bonus.get(doc.type, 0.0)
+        if self.w_recency:
+            age = max(self.now_ts - doc.updated_ts, 0.0)
+            value += self.w_recency * 0.5 ** (age * self.per_second)
+        if self.w_freq:
+            value -= self.w_freq * math.log1p(self.access(seq))
+        return value
+
+    def score(self, seq: int, ev: Evidence) -> float:
+        """The full score of memory ``seq`` for the evidence ``ev``."""
+        cue, tag, content = ev.cue.get(seq, 0.0), ev.tag.get(seq, 0.0), ev.content.get(seq, 0.0)
+        value = self.w_cue * cue + self.w_tag * tag + self.w_content * content + self.prior(seq)
+        raw = ev.session.get(seq, 0.0)
+        if raw > 0.0 and self.w_session:
+            cap = self.cfg.session_saturation
+            session = cap * (1.0 - math.exp(-raw / cap))
+            explicit = seq in ev.cue or seq in ev.content or seq in ev.tag
+            value += self.w_session * (
+                session if explicit else session * self.cfg.session_only_factor
+            )
+        return value
 
 
 def can_prune(cfg: RecallConfig) -> bool:
@@ -141,16 +222,34 @@ class _Pass:
     admitted: Callable[[int], bool]
     ev: Evidence = field(default_factory=Evidence)
     survivors: dict[int, None] | None = None  # set once pruning starts
+    priors: dict[int, float] = field(default_factory=dict)
 
     def add(self, lst: _List) -> None:
         values = getattr(self.ev, lst.signal)
-        if self.survivors is None:
-            for seq in lst.members():
-                values[seq] = values.get(seq, 0.0) + lst.gain(seq)
+        if self.survivors is not None:
+            for seq in self.survivors:
+                if lst.holds(seq):
+                    values[seq] = values.get(seq, 0.0) + lst.gain(seq)
             return
-        for seq in self.survivors:
-            if lst.holds(seq):
-                values[seq] = values.get(seq, 0.0) + lst.gain(seq)
+        gain, get = lst.gain, values.get
+        if isinstance(gain, _Gain):  # constant gain: the hot loop without a call per posting
+            value = gain.value
+            for seq in lst.members():
+                values[seq] = get(seq, 0.0) + value
+            if gain.special is not None and lst.holds(gain.special):  # its own, lower gain
+                values[gain.special] += gain.special_value - value
+            return
+        if isinstance(gain, _TermGain):
+            gain.add_all(values)
+            return
+        for seq in lst.members():
+            values[seq] = get(seq, 0.0) + gain(seq)
+
+    def prior_of(self, seq: int) -> float:
+        cached = self.priors.get(seq)
+        if cached is None:
+            cached = self.priors[seq] = self.prior(seq)
+        return cached
 
     def lower(self, seq: int) -> float:
         """A lower bound of the memory's final score from the evidence so far."""
@@ -162,7 +261,7 @@ class _Pass:
         return (
             w["cue"] * ev.cue.get(seq, 0.0) + w["session"] * session * factor
             + w["tag"] * ev.tag.get(seq, 0.0) + w["content"] * ev.content.get(seq, 0.0)
-            + self.prior(seq)
+            + self.prior_of(seq)
         )  # fmt: skip
 
     def jump(self, seq: int) -> float:
