@@ -93,6 +93,13 @@ class RecallConfig:
             query itself, so the turn's own words come first and context breaks their ties.
         session_self_factor: multiplies a carried cue's weight for the one memory it came from, so
             a follow-up finds what is related to the last answer before the last answer itself.
+        feedback_hits: pseudo-relevance feedback: the cues of this many top hits of a first
+            pass are carried into a second pass (as a session turn would); 0 turns it off.
+        feedback_weight: multiplies the weight of those carried cues.
+        context_weight: transcript turns (``event`` memories whose metadata names a
+            ``session_id``, ``thread_id`` or ``session``) are also indexed with the words of the
+            turns next to them, at this fraction of a word of their own; 0 turns it off.
+        context_span: how many turns on each side count as next to a turn.
         track_access: recall updates ``last_accessed`` / ``access_count``.
         prune: skip candidates that provably cannot reach the top k (exact; off only to compare).
         dedupe: an add without ``memory_id`` whose text is already stored returns the stored memory.
@@ -117,6 +124,10 @@ class RecallConfig:
     session_min_share: float = 0.5
     session_only_factor: float = 0.5
     session_self_factor: float = 0.5
+    feedback_hits: int = 3
+    context_weight: float = 0.5
+    context_span: int = 1
+    feedback_weight: float = 1.0
     track_access: bool = True
     prune: bool = True
     dedupe: bool = True
@@ -141,7 +152,15 @@ class RecallConfig:
         _check_number("session_min_share", self.session_min_share, low=0.0, high=1.0)
         _check_number("session_only_factor", self.session_only_factor, low=0.0, high=1.0)
         _check_number("session_self_factor", self.session_self_factor, low=0.0, high=1.0)
-        for name in ("session_history", "session_carry", "max_content_chars"):
+        _check_number("feedback_weight", self.feedback_weight, low=0.0)
+        _check_number("context_weight", self.context_weight, low=0.0, high=1.0)
+        for name in (
+            "session_history",
+            "session_carry",
+            "max_content_chars",
+            "feedback_hits",
+            "context_span",
+        ):
             _check_int(name, getattr(self, name), low=0 if name != "max_content_chars" else 1)
         for name in ("track_access", "dedupe", "prune"):
             if not isinstance(getattr(self, name), bool):

@@ -12,6 +12,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import bisect
 import hashlib
 import logging
 import os
@@ -40,7 +41,7 @@ from .records import (
     validate_namespace,
 )
 from .redact import DEFAULT_POLICY, MappingRedaction, RedactionPolicy, redact, redact_mapping
-from .results import ConflictNote, Hit, NoteKind, RecallResult
+from .results import ConflictNote, Hit, NoteKind, RecallResult, RecallTrace
 from .store import SQLiteStore
 from .text import content_terms, derive_cues, normalize
 
@@ -148,9 +149,11 @@ class CueMap:
         self._by_key: dict[tuple[str, str], int] = {}
         self._links: dict[tuple[str, str], dict[str, str]] = {}
         self._listeners: list[WriteListener] = []
+        self._threads: dict[tuple[str, str], list[int]] = {}  # transcript turns, in order
         self.extension: RecallExtension | None = None  # e.g. the hybrid dense fallback
         for seq, record in self._store.load():
             self._index(seq, record)
+        self._refresh_context(list(self._records))
         for namespace, from_id, to_id, kind in self._store.load_links():
             self._add_link(namespace, from_id, to_id, kind)
         if hybrid:  # imported here: the dense fallback needs the [hybrid] extra
@@ -197,10 +200,59 @@ class CueMap:
         self._by_content.setdefault(content_key(record), {})[seq] = None
         if record.key is not None and record.superseded_by is None:
             self._by_key[(record.namespace, record.key)] = seq
+        thread = _thread_of(record)
+        if thread is not None:
+            turns = self._threads.setdefault(thread, [])
+            bisect.insort(turns, seq)
+
+    def _neighbours(self, seq: int) -> list[int]:
+        """The turns next to ``seq`` in its transcript thread (none for other memories)."""
+        thread = _thread_of(self._records[seq])
+        if thread is None:
+            return []
+        turns = self._threads[thread]
+        at = bisect.bisect_left(turns, seq)
+        span = max(self.config.context_span, 1)
+        return [s for s in turns[max(at - span, 0) : at + span + 1] if s != seq]
+
+    def _refresh_context(self, seqs: Iterable[int]) -> None:
+        """Index each transcript turn with its neighbours' words (``context_weight``), so a
+        question phrased like the turn before or after the answer still finds it."""
+        span, weight = self.config.context_span, self.config.context_weight
+        if not span or not weight:
+            return
+        todo: dict[int, None] = {}
+        for seq in seqs:
+            record = self._records.get(seq)
+            thread = None if record is None else _thread_of(record)
+            if thread is not None:
+                turns = self._threads[thread]
+                at = bisect.bisect_left(turns, seq)
+                todo.update(dict.fromkeys(turns[max(at - span, 0) : at + span + 1]))
+        for seq in todo:
+            self._set_context(seq, span, weight)
+
+    def _set_context(self, seq: int, span: int, weight: float) -> None:
+        record = self._records[seq]
+        turns = self._threads[_thread_of(record) or ("", "")]
+        at = bisect.bisect_left(turns, seq)
+        index = self._indexes[record.namespace]
+        context: dict[str, float] = {}
+        for other in turns[max(at - span, 0) : at + span + 1]:
+            if other != seq:
+                for term, tf in index.docs[other].terms:
+                    context[term] = context.get(term, 0.0) + weight * tf
+        index.set_context(seq, context)
 
     def _unindex(self, seq: int) -> MemoryRecord:
         record = self._records.pop(seq)
         del self._seq_of[(record.namespace, record.memory_id)]
+        thread = _thread_of(record)
+        if thread is not None:
+            turns = self._threads[thread]
+            turns.pop(bisect.bisect_left(turns, seq))
+            if not turns:
+                del self._threads[thread]
         same = self._by_content[content_key(record)]
         del same[seq]
         if not same:
@@ -351,6 +403,7 @@ class CueMap:
             self._index(seq, record)
         for seq, record in zip(seqs, plan.new, strict=True):
             self._index(seq, record)
+        self._refresh_context([*seqs, *plan.changed])
         for link in plan.links:
             self._add_link(*link)
         self._touch(plan.duplicates, now, always=True)
@@ -445,10 +498,13 @@ class CueMap:
                 raise ValidationError("update field", key, f"choose from {', '.join(_UPDATABLE)}")
         with self._lock:
             seq = self._seq(memory_id, namespace)
-            record = self._evolved(self._current(seq), changes)
+            old = self._current(seq)
+            record = self._evolved(old, changes)
             self._store.replace(seq, record)
+            neighbours = self._neighbours(seq)
             self._unindex(seq)
             self._index(seq, record)
+            self._refresh_context([*neighbours, seq])
         notify(self._listeners, WriteEvent(changed=(record,)))
         return record
 
@@ -480,9 +536,11 @@ class CueMap:
             self._store.delete(seqs)
             for record in records:
                 self._store.delete_links(record.namespace, record.memory_id)
+        neighbours = [n for seq in seqs for n in self._neighbours(seq)]
         for seq, record in zip(seqs, records, strict=True):
             self._unindex(seq)
             self._drop_links(record.namespace, record.memory_id)
+        self._refresh_context([n for n in neighbours if n in self._records])
         return records
 
     def forget(
@@ -647,13 +705,23 @@ class CueMap:
             index = self._indexes.get(namespace) or NamespaceIndex()
             now = self.now()
             carried = [self._carried(namespace, *item) for item in expanded]
-            plan = plan_query(query, index, self.aliases, extra_cues=extra_cues, expanded=carried)
             counts = {seq: count for seq, (count, _) in self._access.items()}
-            hits, trace = rank(
-                index, self._records, counts, plan, self.config,
-                k=k, filters=filters, now=now, min_score=min_score, exclude=exclude,
-                prune=self.config.prune,
-            )  # fmt: skip
+
+            def ranked(extra: Sequence[Carried], k: int = k) -> tuple[list[Hit], RecallTrace]:
+                plan = plan_query(
+                    query, index, self.aliases, extra_cues=extra_cues, expanded=[*carried, *extra]
+                )
+                return rank(
+                    index, self._records, counts, plan, self.config,
+                    k=k, filters=filters, now=now, min_score=min_score, exclude=exclude,
+                    prune=self.config.prune,
+                )  # fmt: skip
+
+            depth = self.config.feedback_hits
+            hits, trace = ranked((), max(k, depth))  # the first pass never depends on k
+            if depth and hits:
+                hits, trace = ranked(self._feedback(namespace, trace, hits))
+            hits = hits[:k]
         if self.extension is not None and extend:
             # outside the lock: an extension may embed the query, which is slow
             admits = _Admits(filters, exclude, now)
@@ -691,6 +759,18 @@ class CueMap:
                 if seq is not None and pair not in notes:
                     notes[pair] = ConflictNote.between(kind, memory, self._current(seq))
         return tuple(notes.values())
+
+    def _feedback(self, namespace: str, trace: RecallTrace, hits: Sequence[Hit]) -> list[Carried]:
+        """Pseudo-relevance feedback: the first pass's top hits lend their cues to a second pass,
+        like the previous turn of a session does (and with the same self-discount)."""
+        cfg = self.config
+        cues = self._carry(namespace, trace.query_cues, hits, cfg.feedback_hits)
+        return [
+            self._carried(namespace, cue, weight * cfg.feedback_weight, sources)._replace(
+                self_factor=0.0  # feedback finds what is related to the hits, not the hits again
+            )
+            for cue, (weight, sources) in cues.items()
+        ]
 
     def _carried(self, namespace: str, cue: str, weight: float, ids: Sequence[str]) -> Carried:
         """A session's carried cue with its source memory ids resolved to sequence numbers."""
@@ -774,6 +854,24 @@ class CueMap:
         with self._lock:
             self._store.delete_session(namespace, session_id)
 
+    def _carry(
+        self, namespace: str, query_cues: Sequence[str], hits: Sequence[Hit], depth: int
+    ) -> dict[str, tuple[float, list[str]]]:
+        """The cues a turn passes on: its query cues, and the cues of its top ``depth`` hits
+        that scored at least ``session_min_share`` of the best, weighted by that share.
+
+        Each cue keeps the ids of the memories it came from ("" for the query)."""
+        cues: dict[str, tuple[float, list[str]]] = {cue: (1.0, [""]) for cue in query_cues}
+        best = hits[0].score if hits else 0.0
+        for hit in hits[:depth]:
+            share = hit.score / best if best > 0 else 0.0
+            if share < self.config.session_min_share:
+                break
+            for cue in self._indexed_cues(namespace, hit.memory_id):
+                weight, sources = cues.get(cue, (0.0, []))
+                cues[cue] = (max(weight, round(share, 6)), [*sources, hit.memory_id])
+        return cues
+
     def _indexed_cues(self, namespace: str, memory_id: str) -> tuple[str, ...]:
         seq = self._seq_of.get((namespace, memory_id))
         if seq is None:
@@ -798,6 +896,20 @@ _ADD_OPTIONS = frozenset(
     {"memory_id", "key", "cues", "tags", "type", "source", "namespace", "created_at", "updated_at",
      "expires_at", "supersedes", "metadata"}
 )  # fmt: skip
+
+
+_THREAD_KEYS = ("session_id", "thread_id", "session")
+
+
+def _thread_of(record: MemoryRecord) -> tuple[str, str] | None:
+    """The transcript a turn belongs to: event memories with a session in their metadata."""
+    if record.type is not MemoryType.EVENT:
+        return None
+    for key in _THREAD_KEYS:
+        value = record.metadata.get(key)
+        if value is not None and not isinstance(value, (dict, list)):
+            return record.namespace, f"{record.source}\x00{key}\x00{value}"
+    return None
 
 
 def _as_new(record: MemoryRecord) -> dict[str, Any]:

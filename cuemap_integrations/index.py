@@ -8,8 +8,8 @@ posting, lexicon entry and statistic it contributed: nothing refers to a deleted
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
 
 from .text import CueLexicon
 
@@ -26,6 +26,7 @@ class IndexedDoc:
     length: int
     updated_ts: float = 0.0  # POSIX time of the memory's last update (for recency)
     type: str = "note"
+    context: tuple[tuple[str, float], ...] = ()  # neighbouring turns' terms, weighted
 
 
 class NamespaceIndex:
@@ -34,7 +35,7 @@ class NamespaceIndex:
     def __init__(self) -> None:
         self.cues: dict[str, dict[int, None]] = {}
         self.tags: dict[str, dict[int, None]] = {}
-        self.terms: dict[str, dict[int, int]] = {}
+        self.terms: dict[str, dict[int, float]] = {}  # tf (own words) or weighted context
         self.docs: dict[int, IndexedDoc] = {}
         self.total_length = 0
         self.cue_lexicon = CueLexicon()
@@ -59,6 +60,7 @@ class NamespaceIndex:
         type: str = "note",
     ) -> None:
         """Index memory ``seq`` (replacing what it had indexed before, if anything)."""
+        context = self.docs[seq].context if seq in self.docs else ()
         if seq in self.docs:
             self.remove(seq)
         counts = Counter(terms)
@@ -76,6 +78,25 @@ class NamespaceIndex:
         _post(self.tags, self.tag_lexicon, doc.tags, seq)
         for term, tf in doc.terms:
             self.terms.setdefault(term, {})[seq] = tf
+        if context:
+            self.set_context(seq, dict(context))
+
+    def set_context(self, seq: int, context: Mapping[str, float]) -> None:
+        """Replace the neighbour-context terms of memory ``seq`` (its own terms win)."""
+        doc = self.docs[seq]
+        own = {term for term, _ in doc.terms}
+        for term, _ in doc.context:
+            self._drop_posting(term, seq)
+        kept = tuple((t, w) for t, w in context.items() if t not in own and w > 0)
+        for term, weight in kept:
+            self.terms.setdefault(term, {})[seq] = weight
+        self.docs[seq] = replace(doc, context=kept)
+
+    def _drop_posting(self, term: str, seq: int) -> None:
+        postings = self.terms[term]
+        del postings[seq]
+        if not postings:
+            del self.terms[term]
 
     def remove(self, seq: int) -> None:
         """Remove every trace of memory ``seq``; unknown ``seq`` is a no-op."""
@@ -85,11 +106,8 @@ class NamespaceIndex:
         self.total_length -= doc.length
         _unpost(self.cues, self.cue_lexicon, doc.cues, seq)
         _unpost(self.tags, self.tag_lexicon, doc.tags, seq)
-        for term, _ in doc.terms:
-            postings = self.terms[term]
-            del postings[seq]
-            if not postings:
-                del self.terms[term]
+        for term, _ in (*doc.terms, *doc.context):
+            self._drop_posting(term, seq)
 
 
 def _post(

@@ -96,6 +96,7 @@ class Carried(NamedTuple):
     cue: str
     weight: float
     sources: frozenset[int] = frozenset({QUERY_SOURCE})
+    self_factor: float | None = None  # None: the config's session_self_factor
 
 
 class Concept(NamedTuple):
@@ -104,6 +105,7 @@ class Concept(NamedTuple):
     members: tuple[str, ...]
     weight: float = 1.0
     sources: frozenset[int] = frozenset({QUERY_SOURCE})
+    self_factor: float | None = None
 
 
 @dataclass(frozen=True)
@@ -190,13 +192,15 @@ def _concepts(found: Iterable[str], aliases: AliasTable) -> tuple[tuple[str, ...
 def _weighted_concepts(carried: Iterable[Carried], aliases: AliasTable) -> tuple[Concept, ...]:
     """Carried cues grouped like explicit ones; a concept keeps its members' highest weight and
     the union of their sources."""
-    groups: dict[object, tuple[dict[str, None], float, frozenset[int]]] = {}
+    groups: dict[object, tuple[dict[str, None], float, frozenset[int], float | None]] = {}
     for item in carried:
         key, members = _concept_key(item.cue, aliases)
-        names, best, sources = groups.get(key, ({}, 0.0, frozenset()))
+        names, best, sources, factor = groups.get(key, ({}, 0.0, frozenset(), item.self_factor))
         names.update(dict.fromkeys((item.cue, *members)))
-        groups[key] = (names, max(best, item.weight), sources | item.sources)
-    return tuple(Concept(tuple(n), w, src) for n, w, src in groups.values())
+        if item.weight > best:  # the strongest carrier decides how much a memory helps itself
+            factor = item.self_factor
+        groups[key] = (names, max(best, item.weight), sources | item.sources, factor)
+    return tuple(Concept(tuple(n), w, src, f) for n, w, src, f in groups.values())
 
 
 _PRIOR_RULES = ("recency", "frequency", "type")
@@ -224,7 +228,7 @@ def _explain(
     doc = index.docs[seq]
     cues, tags = set(doc.cues), set(doc.tags)
     carried = cues | tags
-    terms = {term for term, _ in doc.terms}
+    terms = {term for term, _ in (*doc.terms, *doc.context)}
     return ScoreBreakdown(
         contributions=parts,
         matched_cues=tuple(
@@ -232,7 +236,7 @@ def _explain(
         ),
         session_cues=tuple(
             _first_in(group, carried)
-            for group, _, _ in plan.expanded_concepts
+            for group, *_ in plan.expanded_concepts
             if not carried.isdisjoint(group)
         ),
         matched_tags=tuple(t for t in plan.tags if t in tags),

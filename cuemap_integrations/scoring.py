@@ -59,7 +59,7 @@ def bm25_idf(n_docs: int, doc_freq: int) -> float:
     return math.log(1.0 + (n_docs - doc_freq + 0.5) / (doc_freq + 0.5))
 
 
-def bm25_term(tf: int, doc_len: int, avg_len: float, k1: float, b: float) -> float:
+def bm25_term(tf: float, doc_len: int, avg_len: float, k1: float, b: float) -> float:
     """The term-frequency part of BM25 for one term in one document."""
     norm = k1 * (1.0 - b + b * doc_len / avg_len) if avg_len > 0 else k1
     return tf * (k1 + 1.0) / (tf + norm)

@@ -128,15 +128,7 @@ class RecallSession:
 
     def _remember(self, result: RecallResult, trace: RecallTrace) -> None:
         cfg = self.cuemap.config
-        cues: dict[str, tuple[float, list[str]]] = {cue: (1.0, [""]) for cue in trace.query_cues}
-        best = result.hits[0].score if result.hits else 0.0
-        for hit in result.hits[: cfg.session_carry]:
-            share = hit.score / best if best > 0 else 0.0
-            if share < cfg.session_min_share:
-                break
-            for cue in self.cuemap._indexed_cues(self.namespace, hit.memory_id):
-                weight, sources = cues.get(cue, (0.0, []))
-                cues[cue] = (max(weight, round(share, 6)), [*sources, hit.memory_id])
+        cues = self.cuemap._carry(self.namespace, trace.query_cues, result.hits, cfg.session_carry)
         turn = {
             "cues": [[cue, weight, sources] for cue, (weight, sources) in cues.items()],
             "ids": result.memory_ids,

@@ -83,7 +83,7 @@ class _TermGain:
     """BM25 gain of one content term for the memories that contain it."""
 
     idf: float
-    bucket: Mapping[int, int]  # seq -> term frequency
+    bucket: Mapping[int, float]  # seq -> term frequency (or weighted context frequency)
     docs: Mapping[int, IndexedDoc]
     avg: float
     k1: float
@@ -121,7 +121,8 @@ def _concept_lists(index: NamespaceIndex, plan: QueryPlan, cfg: RecallConfig) ->
         if postings:
             gain = concept.weight * bm25_idf(n, _union_size(postings))
             only = next(iter(concept.sources)) if len(concept.sources) == 1 else None
-            mine = gain * cfg.session_self_factor
+            factor = cfg.session_self_factor if concept.self_factor is None else concept.self_factor
+            mine = gain * factor
             out.append(_List("session", w["session"] * gain, postings, _Gain(gain, only, mine)))
     return out
 
