@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .text import CueLexicon, normalize
+from .text import CueLexicon, is_cjk, normalize, query_units
 
 __all__ = ["AliasTable"]
 
@@ -28,6 +28,7 @@ class AliasTable:
         self._groups: list[tuple[str, ...]] = []
         self._group_of: dict[str, list[int]] = {}
         self._lexicon = CueLexicon()
+        self._probe_cache: list[tuple[str, str | None, str | None]] | None = None
         for group in groups:
             self.add_group(group)
 
@@ -35,6 +36,7 @@ class AliasTable:
         """Declare the terms of ``group`` equivalent (normalized; duplicates dropped)."""
         terms = tuple(dict.fromkeys(normalize(t) for t in group if normalize(t)))
         index = len(self._groups)
+        self._probe_cache = None
         self._groups.append(terms)
         for term in terms:
             self._group_of.setdefault(term, []).append(index)
@@ -42,6 +44,46 @@ class AliasTable:
 
     def __len__(self) -> int:
         return len(self._groups)
+
+    def find_in(self, normalized: str, stems: set[str]) -> list[str]:
+        """:meth:`find` for a long text already normalized, given its Latin word stems.
+
+        One-word Latin terms are a set lookup, CJK terms a substring test, and Latin phrases are
+        compared as stemmed unit sequences only when their first word occurs, so indexing a
+        memory does not scan all of it with the lexicon. Same terms as :meth:`find`."""
+        found: list[str] = []
+        units: str | None = None
+        for term, key, phrase in self._probes():
+            if key is not None:
+                hit = key in stems
+            elif phrase is None:
+                hit = term in normalized
+            elif phrase.split()[0] in stems or phrase.split()[0].startswith("\x00"):
+                if units is None:
+                    units = " " + " ".join(query_units(normalized)) + " "
+                hit = f" {phrase} " in units
+            else:
+                hit = False
+            if hit:
+                found.append(term)
+        return found
+
+    def _probes(self) -> list[tuple[str, str | None, str | None]]:
+        """Per term: its stem if it is one Latin word; else its stemmed unit sequence if it is
+        a Latin phrase; else (CJK) neither, and it is matched as a substring."""
+        if self._probe_cache is None:
+            probes: list[tuple[str, str | None, str | None]] = []
+            for group in self._groups:
+                for term in group:
+                    units = query_units(term)
+                    if any(is_cjk(ch) for ch in term):
+                        probes.append((term, None, None))
+                    elif len(units) == 1 and not units[0].startswith("\x00"):
+                        probes.append((term, units[0], None))
+                    else:
+                        probes.append((term, None, " ".join(units)))
+            self._probe_cache = list(dict.fromkeys(probes))
+        return self._probe_cache
 
     def find(self, text: str) -> list[str]:
         """The alias terms that occur in ``text`` (word-aligned for Latin, anywhere for CJK)."""

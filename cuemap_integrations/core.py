@@ -43,7 +43,7 @@ from .records import (
 from .redact import DEFAULT_POLICY, MappingRedaction, RedactionPolicy, redact, redact_mapping
 from .results import ConflictNote, Hit, NoteKind, RecallResult, RecallTrace
 from .store import SQLiteStore
-from .text import content_terms, derive_cues, normalize
+from .text import content_terms, derive_cues, normalize, stem, words
 
 if TYPE_CHECKING:
     from .session import RecallSession
@@ -187,7 +187,8 @@ class CueMap:
     # ----------------------------------------------------------------- indexing
     def _index_keys(self, record: MemoryRecord) -> tuple[list[str], list[str], list[str]]:
         text = normalize(record.content)
-        cues = self.aliases.expand([*record.cues, *self.aliases.find(text)])
+        stems = {stem(w) for w in words(text)}
+        cues = self.aliases.expand([*record.cues, *self.aliases.find_in(text, stems)])
         return cues, list(record.tags), content_terms(text)
 
     def _index(self, seq: int, record: MemoryRecord) -> None:

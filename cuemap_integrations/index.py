@@ -115,7 +115,7 @@ def _post(
 ) -> None:
     for key in keys:
         postings.setdefault(key, {})[seq] = None
-        lexicon.add(key)
+        lexicon.add(key, normalized=True)  # the core normalizes every cue and tag
 
 
 def _unpost(
@@ -124,6 +124,6 @@ def _unpost(
     for key in keys:
         bucket = postings[key]
         del bucket[seq]
-        lexicon.discard(key)
+        lexicon.discard(key, normalized=True)
         if not bucket:
             del postings[key]

@@ -840,9 +840,12 @@ class CueLexicon:
     def __contains__(self, cue: object) -> bool:
         return isinstance(cue, str) and normalize(cue) in self._refs
 
-    def add(self, cue: str) -> None:
-        """Add one reference to ``cue`` (an empty normalized cue is ignored)."""
-        norm = normalize(cue)
+    def add(self, cue: str, *, normalized: bool = False) -> None:
+        """Add one reference to ``cue`` (an empty normalized cue is ignored).
+
+        ``normalized=True`` skips normalizing a cue the caller already normalized (the index
+        does: it is the hot path of bulk ingest)."""
+        norm = cue if normalized else normalize(cue)
         if not norm:
             return
         count = self._refs.get(norm, 0)
@@ -850,9 +853,9 @@ class CueLexicon:
         if count == 0:
             self._insert(norm)
 
-    def discard(self, cue: str) -> None:
+    def discard(self, cue: str, *, normalized: bool = False) -> None:
         """Drop one reference to ``cue``; unknown cues are a no-op."""
-        norm = normalize(cue)
+        norm = cue if normalized else normalize(cue)
         count = self._refs.get(norm, 0)
         if count > 1:
             self._refs[norm] = count - 1

@@ -528,3 +528,24 @@ def test_output_is_identical_across_hash_seeds() -> None:
     first = _run_with_seed("1")
     assert "订单超时" in first and "clear-cache" in first
     assert _run_with_seed("4242") == first
+
+
+def test_alias_find_in_equals_lexicon_find() -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from cuemap_integrations.aliases import AliasTable
+    from cuemap_integrations.config import DEFAULT_ALIASES
+
+    table = AliasTable(DEFAULT_ALIASES)
+    pieces = ["we", "timed", "out", "time", "back", "up", "backed", "the", "db", "database",
+              "订单", "超时", "缓存", "修了", "fix", "fixed", "orders", "ports", ".", ",", "api"]  # fmt: skip
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(st.sampled_from(pieces), max_size=12))
+    def check(parts: list[str]) -> None:
+        text = normalize(" ".join(parts))
+        stems = {stem(w) for w in words(text)}
+        assert set(table.find_in(text, stems)) == set(table.find(text))
+
+    check()
