@@ -280,7 +280,7 @@ def rank(
     fast = FastScorer(cfg, index.docs, now.timestamp(), access)
     if not FastScorer.usable(cfg):
         return _rank_with_rules(index, records, access, plan, cfg, k, admitted, now, min_score)
-    sig = gather(index, plan, cfg, k=k, prior=fast.prior, admitted=admitted, prune=prune)
+    sig = gather(index, plan, cfg, k=k, scorer=fast if prune else None, admitted=admitted)
     rows = []
     for seq in sig.candidates():
         score = fast.score(seq, sig)
@@ -334,7 +334,7 @@ def _rank_with_rules(
     min_score: float | None,
 ) -> tuple[list[Hit], RecallTrace]:
     """The general path for user-registered rules: every candidate through ``combine``."""
-    sig = gather(index, plan, cfg, k=k, prior=lambda _: 0.0, admitted=admitted, prune=False)
+    sig = gather(index, plan, cfg, k=k, scorer=None, admitted=admitted)
     scored = []
     for seq in sig.candidates():
         if not admitted(seq):

@@ -69,11 +69,13 @@ def _cue(f: Features, cfg: RecallConfig) -> float:
     return f.cue
 
 
+def saturate(raw: float, cap: float) -> float:
+    """``cap * (1 - exp(-raw / cap))``: about ``raw`` while small, never above ``cap``."""
+    return cap * (1.0 - math.exp(-raw / cap)) if raw > 0 else 0.0
+
+
 def _session(f: Features, cfg: RecallConfig) -> float:
-    if f.session <= 0:
-        return 0.0
-    cap = cfg.session_saturation
-    value = cap * (1.0 - math.exp(-f.session / cap))
+    value = saturate(f.session, cfg.session_saturation)
     # Context disambiguates the question; it does not replace it.
     return value if f.answers_query else value * cfg.session_only_factor
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .index import IndexedDoc, NamespaceIndex
-from .scoring import RULES, bm25_idf, bm25_term
+from .scoring import RULES, bm25_idf, bm25_term, saturate
 
 if TYPE_CHECKING:
     from .config import RecallConfig
@@ -195,8 +195,7 @@ class FastScorer:
         value = self.w_cue * cue + self.w_tag * tag + self.w_content * content + self.prior(seq)
         raw = ev.session.get(seq, 0.0)
         if raw > 0.0 and self.w_session:
-            cap = self.cfg.session_saturation
-            session = cap * (1.0 - math.exp(-raw / cap))
+            session = saturate(raw, self.cfg.session_saturation)
             explicit = seq in ev.cue or seq in ev.content or seq in ev.tag
             value += self.w_session * (
                 session if explicit else session * self.cfg.session_only_factor
@@ -218,12 +217,11 @@ class _Pass:
 
     cfg: RecallConfig
     k: int
-    prior: Callable[[int], float]  # exact recency/type/frequency part of a memory's score
+    scorer: FastScorer  # scores partial evidence: a lower bound of the final score
     prior_max: float
     admitted: Callable[[int], bool]
     ev: Evidence = field(default_factory=Evidence)
     survivors: dict[int, None] | None = None  # set once pruning starts
-    priors: dict[int, float] = field(default_factory=dict)
 
     def add(self, lst: _List) -> None:
         values = getattr(self.ev, lst.signal)
@@ -246,24 +244,9 @@ class _Pass:
         for seq in lst.members():
             values[seq] = get(seq, 0.0) + gain(seq)
 
-    def prior_of(self, seq: int) -> float:
-        cached = self.priors.get(seq)
-        if cached is None:
-            cached = self.priors[seq] = self.prior(seq)
-        return cached
-
     def lower(self, seq: int) -> float:
-        """A lower bound of the memory's final score from the evidence so far."""
-        ev, w, cfg = self.ev, self.cfg.weights, self.cfg
-        raw = ev.session.get(seq, 0.0)
-        session = cfg.session_saturation * (1.0 - math.exp(-raw / cfg.session_saturation))
-        explicit = seq in ev.cue or seq in ev.content or seq in ev.tag
-        factor = 1.0 if explicit else cfg.session_only_factor
-        return (
-            w["cue"] * ev.cue.get(seq, 0.0) + w["session"] * session * factor
-            + w["tag"] * ev.tag.get(seq, 0.0) + w["content"] * ev.content.get(seq, 0.0)
-            + self.prior_of(seq)
-        )  # fmt: skip
+        """A lower bound of the memory's final score: its score on the evidence so far."""
+        return self.scorer.score(seq, self.ev)
 
     def jump(self, seq: int) -> float:
         """What a session-only memory gains if a later list matches the query itself."""
@@ -271,9 +254,7 @@ class _Pass:
         if seq in ev.cue or seq in ev.content or seq in ev.tag or seq not in ev.session:
             return 0.0
         cfg = self.cfg
-        session = cfg.session_saturation * (
-            1.0 - math.exp(-ev.session[seq] / cfg.session_saturation)
-        )
+        session = saturate(ev.session[seq], cfg.session_saturation)
         return cfg.weights["session"] * session * (1.0 - cfg.session_only_factor)
 
     def theta(self) -> float:
@@ -301,9 +282,8 @@ def gather(
     cfg: RecallConfig,
     *,
     k: int,
-    prior: Callable[[int], float],
+    scorer: FastScorer | None,
     admitted: Callable[[int], bool],
-    prune: bool = True,
 ) -> Evidence:
     """The evidence of the query for every memory that can still be in the top ``k``.
 
@@ -312,17 +292,19 @@ def gather(
         plan: the query, read.
         cfg: weights and parameters.
         k: how many hits the caller will keep.
-        prior: the exact query-independent part (recency, type, frequency) of a memory's score.
+        scorer: scores a memory's evidence so far (a lower bound of its final score); None
+            gathers every candidate (the reference the pruned pass must equal).
         admitted: True when a memory passes the recall's filters.
-        prune: False gathers every candidate (the reference the pruned pass must equal).
     """
     lists = _concept_lists(index, plan, cfg) + _term_lists(index, plan, cfg)
     lists.sort(key=lambda lst: -lst.bound)  # stable: equal bounds keep the plan's order
     w = cfg.weights
     prior_max = w["recency"] + max(0.0, w["type"] * max(cfg.type_priority.values(), default=0.0))
-    run = _Pass(cfg, k, prior, prior_max, admitted)
+    run = _Pass(
+        cfg, k, scorer or FastScorer(cfg, index.docs, 0.0, lambda _: 0), prior_max, admitted
+    )
     rest = sum(lst.bound for lst in lists)
-    prune = prune and can_prune(cfg)
+    prune = scorer is not None and can_prune(cfg)
     for lst in lists:
         if prune and run.survivors is None and _worth_checking(run, lst):
             theta = run.theta()
