@@ -235,13 +235,18 @@ def _explain(
             _first_in(group, cues) for group in plan.cues if not cues.isdisjoint(group)
         ),
         session_cues=tuple(
-            _first_in(group, carried)
-            for group, *_ in plan.expanded_concepts
-            if not carried.isdisjoint(group)
+            _first_in(c.members, carried)
+            for c in plan.expanded_concepts
+            if not carried.isdisjoint(c.members) and not _only_self(c, seq)
         ),
         matched_tags=tuple(t for t in plan.tags if t in tags),
         matched_terms=tuple(t for t in plan.terms if t in terms),
     )
+
+
+def _only_self(concept: Concept, seq: int) -> bool:
+    """A carried cue that came from this memory alone and may not help it (feedback)."""
+    return concept.sources == frozenset({seq}) and concept.self_factor == 0.0
 
 
 def _first_in(group: tuple[str, ...], present: set[str]) -> str:
