@@ -1,0 +1,1 @@
+"""LangChain integration of cuemap-integrations (being written)."""

@@ -1,0 +1,1 @@
+"""LlamaIndex memory integration of cuemap-integrations (being written)."""

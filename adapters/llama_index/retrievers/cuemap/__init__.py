@@ -1,0 +1,1 @@
+"""LlamaIndex retrievers integration of cuemap-integrations (being written)."""
