@@ -96,6 +96,9 @@ class RecallConfig:
         feedback_hits: pseudo-relevance feedback: the cues of this many top hits of a first
             pass are carried into a second pass (as a session turn would); 0 turns it off.
         feedback_weight: multiplies the weight of those carried cues.
+        carry_max_share / carry_min_df: a carried cue (session or feedback) is used only if at
+            most ``max(carry_min_df, carry_max_share x memories)`` memories carry it: common
+            cues tell memories apart poorly and would make every memory a candidate.
         context_weight: transcript turns (``event`` memories whose metadata names a
             ``session_id``, ``thread_id`` or ``session``) are also indexed with the words of the
             turns next to them, at this fraction of a word of their own; 0 turns it off.
@@ -125,6 +128,8 @@ class RecallConfig:
     session_only_factor: float = 0.5
     session_self_factor: float = 0.5
     feedback_hits: int = 3
+    carry_max_share: float = 0.02
+    carry_min_df: int = 20
     context_weight: float = 0.5
     context_span: int = 1
     feedback_weight: float = 1.0
@@ -154,11 +159,13 @@ class RecallConfig:
         _check_number("session_self_factor", self.session_self_factor, low=0.0, high=1.0)
         _check_number("feedback_weight", self.feedback_weight, low=0.0)
         _check_number("context_weight", self.context_weight, low=0.0, high=1.0)
+        _check_number("carry_max_share", self.carry_max_share, low=0.0, high=1.0)
         for name in (
             "session_history",
             "session_carry",
             "max_content_chars",
             "feedback_hits",
+            "carry_min_df",
             "context_span",
         ):
             _check_int(name, getattr(self, name), low=0 if name != "max_content_chars" else 1)

@@ -116,10 +116,12 @@ def _concept_lists(index: NamespaceIndex, plan: QueryPlan, cfg: RecallConfig) ->
         if postings:
             idf = bm25_idf(n, _union_size(postings))
             out.append(_List("cue", w["cue"] * idf, postings, _Gain(idf)))
+    most = max(cfg.carry_min_df, int(cfg.carry_max_share * n))
     for concept in plan.expanded_concepts:
         postings = tuple(t[m] for t in (index.cues, index.tags) for m in concept.members if m in t)
-        if postings:
-            gain = concept.weight * bm25_idf(n, _union_size(postings))
+        df = _union_size(postings) if postings else 0
+        if 0 < df <= most:  # a carried cue too common to tell memories apart is not carried
+            gain = concept.weight * bm25_idf(n, df)
             only = next(iter(concept.sources)) if len(concept.sources) == 1 else None
             factor = cfg.session_self_factor if concept.self_factor is None else concept.self_factor
             mine = gain * factor

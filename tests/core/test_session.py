@@ -131,3 +131,20 @@ def test_a_memory_gets_less_help_from_its_own_carried_cues() -> None:
     full, none = _session_parts(1.0), _session_parts(0.0)
     assert 0 < none["cause"] < full["cause"]  # only turn 1's query cues still count for it
     assert none["fix"] == pytest.approx(full["fix"])  # others are helped exactly as before
+
+
+def test_carried_cues_too_common_to_tell_memories_apart_are_dropped() -> None:
+    def session_parts(share: float) -> dict[str, float]:
+        cm = CueMap(config={"carry_max_share": share, "carry_min_df": 1, "feedback_hits": 0})
+        cm.add_many([{"content": f"team note {i} about the release", "memory_id": f"n{i}"} for i in range(40)])
+        cm.add("The zebra migration runbook", memory_id="zebra")
+        cm.add("Zebra migration needs the team on call", memory_id="oncall")
+        session = cm.session("s")
+        session.recall("zebra migration team", k=1)  # carries "team" (a query cue)
+        hits = session.recall("anything else?", k=50)
+        return {h.memory_id: dict(h.breakdown.contributions).get("session", 0.0) for h in hits}
+
+    everything, capped = session_parts(1.0), session_parts(0.05)
+    assert everything.get("n0", 0.0) > 0  # the query cue "team" was carried
+    assert capped.get("n0", 0.0) == 0.0  # "team" is in 41 of 42 memories: not carried
+    assert capped["oncall"] > 0  # "zebra", "migration" are rare: still carried
