@@ -12,21 +12,22 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 
 $(VENV)/.demo-installed: pyproject.toml constraints.txt | $(PY)
-	$(PIP) -e .
+	$(PIP) -e '.[langchain]'
 	touch $@
 
 $(VENV)/.test-installed: pyproject.toml constraints.txt | $(PY)
 	$(PIP) -e '.[all,dev]'
 	touch $@ $(VENV)/.demo-installed
 
+# The main job: the LangChain chatbot replays its bundled script on a fresh store, offline.
 demo: $(VENV)/.demo-installed
-	$(VENV)/bin/cuemap demo
+	$(PY) examples/langchain_chatbot.py --script examples/chatbot_script.txt --offline
 
 test: $(VENV)/.test-installed
 	$(PY) -m pytest -q
 
 lint: $(VENV)/.test-installed
-	$(PY) -m ruff check cuemap_integrations tests
+	$(PY) -m ruff check cuemap_integrations adapters tests examples
 	$(PY) -m mypy
 
 clean:

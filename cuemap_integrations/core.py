@@ -500,7 +500,7 @@ class CueMap:
         with self._lock:
             seq = self._seq(memory_id, namespace)
             old = self._current(seq)
-            record = self._evolved(old, changes)
+            record = _redacted(self._evolved(old, changes), self.redaction, 0)
             self._store.replace(seq, record)
             neighbours = self._neighbours(seq)
             self._unindex(seq)
@@ -660,6 +660,7 @@ class CueMap:
         include_expired: bool = False,
         include_superseded: bool = False,
         explain: bool = False,
+        hybrid: bool | None = None,
     ) -> RecallResult:
         """The ``k`` best memories for ``query``, best first.
 
@@ -673,13 +674,15 @@ class CueMap:
             min_score: drop hits scoring below this.
             include_expired / include_superseded: also return those (hidden by default).
             explain: attach the query trace (``result.trace``); each hit's breakdown is always set.
+            hybrid: ``False`` skips the store's recall extension (the dense fallback) for this
+                call; ``None``/``True`` use it when the store has one.
 
         Raises:
             ValidationError: a bad argument (the message names it).
         """
         return self._recall(
             query, k=k, namespace=namespace, extra_cues=extra_cues, min_score=min_score,
-            explain=explain,
+            explain=explain, extend=hybrid is not False,
             filters=Filters.build(
                 types=types, sources=sources, since=since, until=until,
                 include_expired=include_expired, include_superseded=include_superseded,

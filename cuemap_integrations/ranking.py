@@ -156,11 +156,19 @@ def plan_query(
         query=query,
         normalized=normalized,
         cues=concepts,
-        expanded=tuple((c.cue, c.weight) for c in carried),
+        expanded=_strongest(carried),
         expanded_concepts=_weighted_concepts(carried, aliases),
         tags=tuple(index.tag_lexicon.match(normalized)),
         terms=tuple(dict.fromkeys(content_terms(normalized))),
     )
+
+
+def _strongest(carried: Iterable[Carried]) -> tuple[tuple[str, float], ...]:
+    """Each carried cue once (a session turn and the feedback pass may both carry it)."""
+    best: dict[str, float] = {}
+    for item in carried:
+        best[item.cue] = max(best.get(item.cue, 0.0), item.weight)
+    return tuple(best.items())
 
 
 def _concept_key(cue: str, aliases: AliasTable) -> tuple[object, tuple[str, ...]]:

@@ -23,6 +23,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -105,6 +106,7 @@ class RecallSession:
         extra_cues: Sequence[str] = (),
         min_score: float | None = None,
         explain: bool = False,
+        hybrid: bool | None = None,
     ) -> RecallResult:
         """One turn: recall with the carried-over cues, then remember what this turn found.
 
@@ -115,10 +117,11 @@ class RecallSession:
             explain=True, expanded=self._carried(),
             exclude=frozenset(self._shown) if self.skip_shown else frozenset(),
             filters=Filters.build(types=types, sources=sources, since=since, until=until),
+            extend=hybrid is not False,
         )  # fmt: skip
         if result.trace is not None:  # always set: _recall was asked to explain
             self._remember(result, result.trace)
-        return result if explain else RecallResult(result.hits, None)
+        return result if explain else replace(result, trace=None)
 
     async def arecall(self, query: str, **kwargs: Any) -> RecallResult:
         """:meth:`recall` without blocking the event loop."""

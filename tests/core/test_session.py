@@ -148,3 +148,10 @@ def test_carried_cues_too_common_to_tell_memories_apart_are_dropped() -> None:
     assert everything.get("n0", 0.0) > 0  # the query cue "team" was carried
     assert capped.get("n0", 0.0) == 0.0  # "team" is in 41 of 42 memories: not carried
     assert capped["oncall"] > 0  # "zebra", "migration" are rare: still carried
+
+
+def test_session_results_keep_conflict_notes(cm: CueMap) -> None:
+    cm.add("The orders API uses POST", type="convention", memory_id="old")
+    cm.add("The orders API uses GET", type="convention", memory_id="new")
+    result = cm.session("n").recall("orders api method", k=5)
+    assert result.trace is None and [n.kind for n in result.notes] == ["conflict"]

@@ -86,3 +86,10 @@ def test_capture_stores_redacted_memories_and_recaptures_without_duplicates(cm: 
     assert new.key == "user.display_name" and new.supersedes is not None
     assert cm.get(new.supersedes).superseded_by == new.memory_id
     assert "samantha" in cm.recall("what should I call the user")[0].content.lower()
+
+
+def test_update_redacts_like_add(cm: CueMap) -> None:
+    cm.add("deploy notes", memory_id="d")
+    updated = cm.update("d", content=f"deploy with {OPENAI}", metadata={"k": OPENAI})
+    assert OPENAI not in repr(updated) and OPENAI not in repr(cm.get("d"))
+    assert updated.metadata["redacted"]["api_key"] == 2
