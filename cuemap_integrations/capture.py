@@ -704,13 +704,29 @@ def _safe_excerpt(text: str, policy: RedactionPolicy | None) -> str:
     return _excerpt(redact(text, relaxed).text or "")
 
 
-_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|[。！？；]+|\n+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|[。！？；]+|\n+")
+# Explicit requests stay requests even when asked politely ("could you remember that ...?").
+_EXPLICIT_RULES = ("en.remember", "zh.remember", "en.call_me", "zh.call_me", "zh.dont_forget")
 
 
 def _sentences(text: str) -> list[str]:
     """English sentences end at ``.!?`` + space, Chinese at ``。！？；``; newlines always split."""
-    out = (s.strip().rstrip(".!?;,，、 \t").strip() for s in _SENTENCE_SPLIT.split(text))
-    return [s for s in out if s]
+    return [s for s, _ in _sentences_asked(text)]
+
+
+def _sentences_asked(text: str) -> list[tuple[str, bool]]:
+    """Each sentence, and whether it was a question (ended with ``?`` or ``？``)."""
+    out: list[tuple[str, bool]] = []
+    start = 0
+    for end in [*_SENTENCE_END.finditer(text), None]:
+        stop = len(text) if end is None else end.start()
+        raw = text[start:stop].strip()
+        asked = raw.endswith("?") or (end is not None and "？" in end.group())
+        sentence = raw.rstrip(".!?;,，、 \t").strip()
+        if sentence:
+            out.append((sentence, asked))
+        start = len(text) if end is None else end.end()
+    return out
 
 
 def _too_short(content: str) -> bool:
@@ -795,10 +811,12 @@ class _Run:
 
     def sentence_proposals(self, message: Message) -> list[_Proposal]:
         out = []
-        for sentence in _sentences(message.content):
+        for sentence, asked in _sentences_asked(message.content):
             found = _match(sentence, self.opts.rules)
             if found is None:
                 self.skip(sentence, "no rule")
+            elif asked and not found.rule.startswith(_EXPLICIT_RULES):
+                self.skip(sentence, "question")  # "do we use tabs?" states nothing
             else:
                 out.append(_Proposal(found, message, sentence))
         return out

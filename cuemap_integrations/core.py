@@ -172,11 +172,27 @@ class CueMap:
         return coerce_timestamp(self._clock(), "clock()")
 
     def close(self) -> None:
-        """Write pending access statistics and close the store (idempotent)."""
+        """Close the recall extension (the dense index saves itself), write pending access
+        statistics and close the store (idempotent)."""
+        extension, self.extension = self.extension, None
+        closer = getattr(extension, "close", None)
+        if callable(closer):
+            closer()
         with self._lock:
             if self._store is not None:
                 self._flush_access()
                 self._store.close()
+
+    def backup(self, target: str | os.PathLike[str]) -> None:
+        """Write a consistent copy of the store (memories, links, sessions, pending access
+        statistics) to the SQLite file ``target``, created owner-only.
+
+        Raises:
+            StoreError: the copy failed.
+        """
+        with self._lock:
+            self._flush_access()
+            self._store.backup(target)
 
     def __enter__(self) -> CueMap:
         return self

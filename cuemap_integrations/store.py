@@ -296,6 +296,20 @@ class SQLiteStore:
         with self._lock:
             return int(self._run("SELECT COUNT(*) FROM sessions").fetchone()[0])
 
+    def backup(self, target: str | os.PathLike[str]) -> None:
+        """Copy the database into ``target`` (created owner-only; replaced if present) with
+        SQLite's online backup API: a consistent snapshot, even of a ``":memory:"`` store."""
+        path = Path(target)
+        _create_private_file(path)
+        destination = sqlite3.connect(path)
+        try:
+            with self._lock:
+                self._conn.backup(destination)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot back up {self.path!r} to {str(path)!r}: {exc}") from None
+        finally:
+            destination.close()
+
     def integrity_errors(self) -> list[str]:
         """SQLite's own integrity check; an empty list means the file is sound."""
         with self._lock:

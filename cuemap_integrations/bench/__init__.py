@@ -13,12 +13,15 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .locomo import DEFAULT_SYSTEMS
+
 __all__ = ["add_bench_parser", "build_parser", "main"]
 
 _LOCOMO_EPILOG = """\
 Every turn of a conversation is one memory; every question of categories 1-4 with evidence
 is scored (R@k, H@k, W@k, MRR), W@k also over categories 1-5. Systems: cuemap,
-cuemap-session, bm25s (extra [bench]), dense (MiniLM + FAISS, extra [hybrid]).
+cuemap-session, bm25s (extra [bench]), dense (MiniLM + FAISS, extra [hybrid]), cuemap-hybrid
+(dense fallback), cuemap-fuse (rank fusion of rules and dense), bm25s+dense-rrf.
 
 Example:
   cuemap bench locomo ../shared/locomo_dev.json --k 1,5,10,20 \\
@@ -69,8 +72,8 @@ def _add_locomo(commands: Any) -> None:
     parser.add_argument("file", help="LoCoMo-format JSON (e.g. ../shared/locomo_dev.json)")
     parser.add_argument("--k", type=_int_list, default=(1, 5, 10, 20), metavar="K,...",
                         help="cut-offs (default 1,5,10,20)")  # fmt: skip
-    parser.add_argument("--systems", default="cuemap,cuemap-session,bm25s,dense", metavar="NAME,...",
-                        help="systems to run (default: all four)")  # fmt: skip
+    parser.add_argument("--systems", default=",".join(DEFAULT_SYSTEMS), metavar="NAME,...",
+                        help="systems to run (default: all seven)")  # fmt: skip
     parser.add_argument("--json", metavar="OUT", help="write the full report as JSON")
     parser.add_argument("--conversations", type=_names, default=(), metavar="ID,...",
                         help="only these sample ids (default: all)")  # fmt: skip

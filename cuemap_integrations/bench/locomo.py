@@ -40,7 +40,10 @@ from .tokens import TokenCounter
 __all__ = ["LocomoOptions", "QuestionRun", "run_locomo", "select_conversations"]
 
 DEFAULT_KS: tuple[int, ...] = (1, 5, 10, 20)
-DEFAULT_SYSTEMS: tuple[str, ...] = ("cuemap", "cuemap-session", "bm25s", "dense")
+DEFAULT_SYSTEMS: tuple[str, ...] = (
+    "cuemap", "cuemap-session", "bm25s", "dense", "cuemap-hybrid", "cuemap-fuse", "bm25s+dense-rrf",
+)  # fmt: skip
+_NEEDS_MODEL = frozenset({"dense", "cuemap-hybrid", "cuemap-fuse", "bm25s+dense-rrf"})
 
 
 @dataclass(frozen=True)
@@ -262,8 +265,8 @@ def run_locomo(
     """
     from .report import code_info, machine_info
 
-    systems = [make_system(n, model_path=options.dense_model) if n == "dense" else make_system(n)
-               for n in options.systems]  # fmt: skip
+    systems = [make_system(n, model_path=options.dense_model) if n in _NEEDS_MODEL
+               else make_system(n) for n in options.systems]  # fmt: skip
     conversations = select_conversations(load_locomo(options.path), options.conversations)
     counter = counter or TokenCounter.cl100k(options.tiktoken_file)
     started = clock()

@@ -186,7 +186,34 @@ def format_locomo(report: Mapping[str, Any]) -> str:
             f"core {report['code']['version']} sha256 {report['code']['core_sha256'][:12]}")  # fmt: skip
     parts = [head, "", "Overall, categories 1-4", _overall_table(report), "", _category_table(report), "",
              _adversarial_table(report), "", _latency_table(report), "", _evidence_text(report)]  # fmt: skip
+    dense_side = _fallback_table(report)
+    if dense_side:
+        parts[-1:-1] = [dense_side, ""]
     return "\n".join(parts)
+
+
+def _fallback_table(report: Mapping[str, Any]) -> str:
+    """How often the hybrid systems asked the dense side, and what it cost."""
+    headers = [
+        "system",
+        "recalls",
+        "dense queried",
+        "rate",
+        "dense hits",
+        "ms/queried",
+        "ms/recall",
+    ]
+    rows = []
+    for name, res in report["systems"].items():
+        fb = res.get("describe", {}).get("fallback")
+        if fb:
+            rows.append([name, fb["recalls"], fb["fired"], fmt(fb["fire_rate"]), fb["dense_hits"],
+                         fmt(fb["dense_ms_per_fired"], 2), fmt(fb["dense_ms_per_recall"], 2)])  # fmt: skip
+    if not rows:
+        return ""
+    return "Dense side of the hybrid systems (query embedding + search)\n" + format_table(
+        headers, rows
+    )
 
 
 def print_report(text: str) -> None:

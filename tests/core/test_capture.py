@@ -688,3 +688,19 @@ def test_any_mix_captures_without_error_or_leak(pieces: list[str], noise: str) -
     assert all(len(s.excerpt) <= 40 for s in result.skipped)
     ids = [r.memory_id for r in result.records]
     assert len(ids) == len(set(ids))
+
+
+@pytest.mark.parametrize(
+    "text", ["Do we use tabs?", "When do we deploy to production?", "我们统一使用哪个端口？"]
+)
+def test_questions_are_not_captured_as_statements(text: str) -> None:
+    result = capture([{"role": "user", "content": text}], session_id="q")
+    assert result.records == () and [r for _, r in result.skipped] == ["question"]
+
+
+def test_a_polite_explicit_request_is_still_captured() -> None:
+    result = capture(
+        [{"role": "user", "content": "Could you remember that the API uses port 8001?"}],
+        session_id="q",
+    )
+    assert [r.content for r in result.records] == ["the API uses port 8001"]

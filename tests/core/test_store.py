@@ -136,3 +136,17 @@ def test_acknowledged_add_survives_sigkill(tmp_path: Path) -> None:
         assert all(f"m{i}" in cm for i in range(acknowledged + 1))
         assert cm._store.integrity_errors() == []
         assert cm.recall("memory number 120 topic").memory_ids[0] == "m120"
+
+
+def test_backup_copies_an_in_memory_store_owner_only(tmp_path: Path) -> None:
+    clock = FakeClock()
+    with CueMap(clock=clock) as cm:
+        load(cm, ORDER_TIMEOUT_EN)
+        cm.session("s").recall("port 8001")
+        before = [(h.memory_id, h.score) for h in cm.recall("order timeout fix", k=5)]
+        cm.backup(tmp_path / "copy" / "m.db")
+    target = tmp_path / "copy" / "m.db"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    with CueMap(target, clock=clock) as copy:
+        assert copy.get("port").access_count == 1 and copy.session("s").turn == 1
+        assert [(h.memory_id, h.score) for h in copy.recall("order timeout fix", k=5)][:1] == before[:1]
