@@ -1,7 +1,9 @@
-"""Plot R@k (categories 1-4) and W@k (categories 1-5) against k from a ``bench locomo`` JSON report.
+"""Plot a ``bench locomo`` report (R@k and W@k per system) or a ``bench scale`` report (recall
+latency and ingest rate against store size, CueMap and bm25s).
 
 Usage:
     python benchmarks/plot.py benchmarks/results/locomo_dev.json benchmarks/results/locomo_dev.png
+    python benchmarks/plot.py benchmarks/results/scale.json benchmarks/results/scale.png
 
 Needs matplotlib (extra ``[bench]``).
 """
@@ -12,6 +14,39 @@ import argparse
 import json
 from pathlib import Path
 from typing import Any
+
+
+def plot_scale(report: dict[str, Any], out: Path) -> None:
+    """Recall p50/p95 and ingest rate against store size (log-log), CueMap and bm25s."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [row for row in report["sizes"] if "cuemap" in row]
+    sizes = [row["size"] for row in rows]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    for label, key in (("p50", "p50"), ("p95", "p95")):
+        left.plot(sizes, [r["cuemap"]["recall_ms"][key] for r in rows], marker="o", label=f"cuemap {label}")
+        left.plot(sizes, [r["bm25s"]["query_ms"][key] for r in rows if "bm25s" in r], marker="s",
+                  linestyle="--", label=f"bm25s {label}")  # fmt: skip
+    right.plot(sizes, [r["cuemap"]["ingest_per_s"] for r in rows], marker="o", label="cuemap (memory)")
+    right.plot(sizes, [r["cuemap"]["durable_file"]["ingest_per_s"] for r in rows], marker="o",
+               label="cuemap (SQLite, durable)")  # fmt: skip
+    right.plot(sizes, [r["bm25s"]["build_per_s"] for r in rows if "bm25s" in r], marker="s",
+               linestyle="--", label="bm25s (index build)")  # fmt: skip
+    left.set_title("recall latency, k=10 (ms)")
+    right.set_title("bulk ingest (memories/s)")
+    for axis in (left, right):
+        axis.set_xscale("log")
+        axis.set_yscale("log")
+        axis.set_xlabel("memories in the store")
+        axis.grid(alpha=0.3)
+        axis.legend(fontsize=8)
+    fig.suptitle("cuemap vs bm25s by store size (same run, same machine)")
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=120)
 
 
 def plot(report: dict[str, Any], out: Path) -> None:
@@ -42,10 +77,11 @@ def plot(report: dict[str, Any], out: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("report", type=Path, help="JSON written by `cuemap bench locomo --json`")
+    parser.add_argument("report", type=Path, help="JSON of `cuemap bench locomo|scale --json`")
     parser.add_argument("out", type=Path, help="image file to write (e.g. .png)")
     args = parser.parse_args()
-    plot(json.loads(args.report.read_text(encoding="utf-8")), args.out)
+    report = json.loads(args.report.read_text(encoding="utf-8"))
+    (plot_scale if "sizes" in report else plot)(report, args.out)
     print(f"wrote {args.out}")
 
 
