@@ -131,7 +131,7 @@ class RecallConfig:
     carry_max_share: float = 0.02
     carry_min_df: int = 20
     context_weight: float = 0.5
-    context_span: int = 1
+    context_span: int = 2
     feedback_weight: float = 1.0
     track_access: bool = True
     prune: bool = True
