@@ -709,13 +709,10 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|[。！？；]+|\n+")
 _EXPLICIT_RULES = ("en.remember", "zh.remember", "en.call_me", "zh.call_me", "zh.dont_forget")
 
 
-def _sentences(text: str) -> list[str]:
-    """English sentences end at ``.!?`` + space, Chinese at ``。！？；``; newlines always split."""
-    return [s for s, _ in _sentences_asked(text)]
-
-
 def _sentences_asked(text: str) -> list[tuple[str, bool]]:
-    """Each sentence, and whether it was a question (ended with ``?`` or ``？``)."""
+    """Each sentence, and whether it was a question (ended with ``?`` or ``？``).
+
+    English sentences end at ``.!?`` + space, Chinese at ``。！？；``; newlines always split."""
     out: list[tuple[str, bool]] = []
     start = 0
     for end in [*_SENTENCE_END.finditer(text), None]:

@@ -211,8 +211,6 @@ def _weighted_concepts(carried: Iterable[Carried], aliases: AliasTable) -> tuple
     return tuple(Concept(tuple(n), w, src, f) for n, w, src, f in groups.values())
 
 
-_PRIOR_RULES = ("recency", "frequency", "type")
-_NO_EVIDENCE = Evidence()
 
 
 def _features(
