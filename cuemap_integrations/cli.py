@@ -211,6 +211,18 @@ def _cmd_delete(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_check(args: argparse.Namespace) -> int:
+    with _open(args) as cm:
+        problems = cm.check()
+    if args.json:
+        print(_dump({"ok": not problems, "problems": problems}))
+    else:
+        for problem in problems:
+            print(problem)
+        print("ok" if not problems else f"{len(problems)} problem(s)")
+    return 0 if not problems else 1
+
+
 def _cmd_stats(args: argparse.Namespace) -> int:
     with _open(args) as cm:
         stats = cm.stats().as_dict()
@@ -635,6 +647,12 @@ def _admin_parsers(subs: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "  cuemap stats --json\n",
         _cmd_stats,
     )
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p = _subcommand(
+        subs, "check", "Check the store: SQLite integrity, index vs tables, dangling links.",
+        "  cuemap --db memory.db check\n\nExit status 0 when sound, 1 with one line per problem.\n",
+        _cmd_check,
+    )  # fmt: skip
     p.add_argument("--json", action="store_true", help="print JSON")
     _subcommand(
         subs, "demo", "Run the scripted continuous-recall demo (in memory; ignores --db).",

@@ -842,6 +842,54 @@ class CueMap:
         return await asyncio.to_thread(lambda: self.add_many(items))
 
     # ----------------------------------------------------------------- reporting
+    def check(self) -> list[str]:
+        """Integrity problems, as sentences; an empty list means the store is sound.
+
+        Checks SQLite's own integrity, that the in-memory index equals one rebuilt from the
+        tables, and that no supersession or conflict link points at a missing memory. An
+        extension with a ``check()`` method (the dense index) adds its own findings.
+        """
+        with self._lock:
+            problems = [f"sqlite: {p}" for p in self._store.integrity_errors()]
+            rebuilt = CueMap(config=self.config, clock=self._clock, redaction=None)
+            with rebuilt:
+                for seq, record in self._store.load():
+                    rebuilt._index(seq, record)
+                rebuilt._refresh_context(list(rebuilt._records))
+                problems += self._compare_index(rebuilt)
+            problems += self._dangling()
+        extension_check = getattr(self.extension, "check", None)
+        if callable(extension_check):
+            problems += [str(p) for p in extension_check()]
+        return problems
+
+    def _compare_index(self, rebuilt: CueMap) -> list[str]:
+        problems = []
+        if set(rebuilt._seq_of) != set(self._seq_of):
+            missing = sorted(set(rebuilt._seq_of) - set(self._seq_of))[:5]
+            extra = sorted(set(self._seq_of) - set(rebuilt._seq_of))[:5]
+            problems.append(f"index and tables differ: not indexed {missing}, not stored {extra}")
+        for namespace, index in self._indexes.items():
+            fresh = rebuilt._indexes.get(namespace)
+            if fresh is None or fresh.docs != index.docs or fresh.terms != index.terms:
+                problems.append(f"namespace {namespace!r}: index differs from a rebuild")
+            elif fresh.cues != index.cues or fresh.tags != index.tags:
+                problems.append(f"namespace {namespace!r}: cue or tag postings differ")
+        return problems
+
+    def _dangling(self) -> list[str]:
+        problems = []
+        for record in self._records.values():
+            for field_name in ("supersedes", "superseded_by"):
+                target = getattr(record, field_name)
+                if target and (record.namespace, target) not in self._seq_of:
+                    problems.append(f"{record.memory_id}.{field_name} -> missing {target!r}")
+        for namespace, from_id, to_id, _ in self._store.load_links():
+            for end in (from_id, to_id):
+                if (namespace, end) not in self._seq_of:
+                    problems.append(f"link {from_id} -> {to_id} names missing memory {end!r}")
+        return problems
+
     def stats(self) -> StoreStats:
         """Counts per namespace and type, index sizes, sessions."""
         with self._lock:

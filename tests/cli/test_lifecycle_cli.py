@@ -67,3 +67,10 @@ def test_forget_by_id_filter_and_everything(tmp_path: Path, capsys) -> None:
     code, out, err = run(capsys, "--db", db, "-n", "b", "forget", "--everything")
     assert "forgot 1" in err
     assert json.loads(run(capsys, "--db", db, "stats", "--json")[1])["memories"] == 1
+
+
+def test_check_command(tmp_path: Path, capsys) -> None:
+    db = str(tmp_path / "m.db")
+    run(capsys, "--db", db, "add", "we use port 8001")
+    code, out, _ = run(capsys, "--db", db, "check", "--json")
+    assert code == 0 and json.loads(out) == {"ok": True, "problems": []}

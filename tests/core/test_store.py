@@ -149,4 +149,28 @@ def test_backup_copies_an_in_memory_store_owner_only(tmp_path: Path) -> None:
     assert stat.S_IMODE(target.stat().st_mode) == 0o600
     with CueMap(target, clock=clock) as copy:
         assert copy.get("port").access_count == 1 and copy.session("s").turn == 1
-        assert [(h.memory_id, h.score) for h in copy.recall("order timeout fix", k=5)][:1] == before[:1]
+        assert [(h.memory_id, h.score) for h in copy.recall("order timeout fix", k=5)][
+            :1
+        ] == before[:1]
+
+
+def test_check_finds_nothing_on_a_sound_store_and_reports_damage(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    with CueMap(db) as cm:
+        load(cm, ORDER_TIMEOUT_EN)
+        cm.add("The orders API uses POST", type="fact", memory_id="a")
+        cm.add("The orders API uses GET", type="fact", memory_id="b", supersedes="a")
+        cm.add_many(
+            [
+                {"content": f"turn {i}", "type": "event", "metadata": {"session_id": "s"}}
+                for i in range(4)
+            ]
+        )
+        assert cm.check() == []
+        cm._store._conn.execute("DELETE FROM memories WHERE memory_id = 'port'")  # behind its back
+        cm._store._conn.execute(
+            "INSERT INTO links VALUES ('default', 'b', 'ghost', 'conflict', '2026-01-01T00:00:00+00:00')"
+        )
+        problems = cm.check()
+    assert any("not stored" in p and "port" in p for p in problems)
+    assert any("ghost" in p for p in problems)
