@@ -362,6 +362,26 @@ class _Mirror:
         return found, False
 
     # -- reporting and lifecycle
+    def check(self, records: Iterable[MemoryRecord]) -> list[str]:
+        """Disagreements between the vectors and the store's memories (``cuemap check``)."""
+        stored = {_key(r) for r in records}
+        with self._lock:
+            embedded, pending, vectors = (
+                set(self._digests),
+                set(self._pending),
+                self._vector_count(),
+            )
+        problems = [
+            f"dense index holds a vector for missing memory {k}" for k in sorted(embedded - stored)
+        ]
+        problems += [
+            f"memory {k} has no vector and is not pending"
+            for k in sorted(stored - embedded - pending)
+        ]
+        if vectors != len(embedded):
+            problems.append(f"dense index has {vectors} vectors for {len(embedded)} memories")
+        return problems
+
     def pending_ids(self) -> list[Key]:
         """(namespace, memory_id) of memories waiting to be embedded, oldest first."""
         with self._lock:

@@ -356,6 +356,11 @@ class HybridRecall:
                 self._counts[name] += n
             self._seconds += seconds
 
+    def check(self) -> list[str]:
+        """The dense index's disagreements with the store (called by ``CueMap.check``)."""
+        checker = getattr(self.index, "check", None)
+        return list(checker(self.cuemap.memories())) if callable(checker) else []
+
     def stats(self) -> HybridStats:
         """How often the fallback fired, what it added and cost, and the index's state."""
         with self._lock:
