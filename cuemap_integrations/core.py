@@ -31,7 +31,7 @@ from .errors import NotFoundError, SecretError, ValidationError
 from .events import RecallExtension, RecallRequest, WriteEvent, WriteListener, notify
 from .index import NamespaceIndex
 from .lifecycle import StoreView, WritePlan, content_key, plan_writes
-from .ranking import QUERY_SOURCE, Carried, Filters, plan_query, rank
+from .ranking import QUERY_SOURCE, Carried, Filters, plan_query, rank, with_carried
 from .records import (
     CueOrigin,
     JSONValue,
@@ -727,10 +727,10 @@ class CueMap:
             carried = [self._carried(namespace, *item) for item in expanded]
             counts = {seq: count for seq, (count, _) in self._access.items()}
 
+            read = plan_query(query, index, self.aliases, extra_cues=extra_cues)  # read once
+
             def ranked(extra: Sequence[Carried], k: int = k) -> tuple[list[Hit], RecallTrace]:
-                plan = plan_query(
-                    query, index, self.aliases, extra_cues=extra_cues, expanded=[*carried, *extra]
-                )
+                plan = with_carried(read, [*carried, *extra], self.aliases)
                 return rank(
                     index, self._records, counts, plan, self.config,
                     k=k, filters=filters, now=now, min_score=min_score, exclude=exclude,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import NamedTuple
 
@@ -23,7 +23,7 @@ from .scoring import Features, combine
 from .text import content_terms, derive_cues, normalize, query_units
 from .topk import Evidence, FastScorer, gather
 
-__all__ = ["Carried", "Concept", "Filters", "QueryPlan", "plan_query", "rank"]
+__all__ = ["Carried", "Concept", "Filters", "QueryPlan", "plan_query", "rank", "with_carried"]
 
 _SECONDS_PER_DAY = 86400.0
 
@@ -149,17 +149,24 @@ def plan_query(
     # query with the same rules as memories, and keep what the index knows.
     found += [cue for cue in derive_cues(query) if cue in index.cues]
     found += [normalize(c) for c in extra_cues if normalize(c)]
-    concepts = _concepts(found, aliases)
-    explicit = {cue for group in concepts for cue in group}
-    carried = tuple(c for c in expanded if c.cue not in explicit)
-    return QueryPlan(
+    plan = QueryPlan(
         query=query,
         normalized=normalized,
-        cues=concepts,
-        expanded=_strongest(carried),
-        expanded_concepts=_weighted_concepts(carried, aliases),
+        cues=_concepts(found, aliases),
+        expanded=(),
+        expanded_concepts=(),
         tags=tuple(index.tag_lexicon.match(normalized)),
         terms=tuple(dict.fromkeys(content_terms(normalized))),
+    )
+    return with_carried(plan, expanded, aliases)
+
+
+def with_carried(plan: QueryPlan, expanded: Sequence[Carried], aliases: AliasTable) -> QueryPlan:
+    """``plan`` with these carried cues (the query itself is not read again; explicit cues win)."""
+    explicit = set(plan.flat_cues)
+    carried = tuple(c for c in expanded if c.cue not in explicit)
+    return replace(
+        plan, expanded=_strongest(carried), expanded_concepts=_weighted_concepts(carried, aliases)
     )
 
 
@@ -209,8 +216,6 @@ def _weighted_concepts(carried: Iterable[Carried], aliases: AliasTable) -> tuple
             factor = item.self_factor
         groups[key] = (names, max(best, item.weight), sources | item.sources, factor)
     return tuple(Concept(tuple(n), w, src, f) for n, w, src, f in groups.values())
-
-
 
 
 def _features(

@@ -219,7 +219,7 @@ class _Pass:
 
     cfg: RecallConfig
     k: int
-    scorer: FastScorer  # scores partial evidence: a lower bound of the final score
+    scorer: FastScorer | None  # scores partial evidence (a lower bound); None: no pruning
     prior_max: float
     admitted: Callable[[int], bool]
     ev: Evidence = field(default_factory=Evidence)
@@ -248,7 +248,7 @@ class _Pass:
 
     def lower(self, seq: int) -> float:
         """A lower bound of the memory's final score: its score on the evidence so far."""
-        return self.scorer.score(seq, self.ev)
+        return self.scorer.score(seq, self.ev) if self.scorer is not None else -math.inf
 
     def jump(self, seq: int) -> float:
         """What a session-only memory gains if a later list matches the query itself."""
@@ -302,9 +302,7 @@ def gather(
     lists.sort(key=lambda lst: -lst.bound)  # stable: equal bounds keep the plan's order
     w = cfg.weights
     prior_max = w["recency"] + max(0.0, w["type"] * max(cfg.type_priority.values(), default=0.0))
-    run = _Pass(
-        cfg, k, scorer or FastScorer(cfg, index.docs, 0.0, lambda _: 0), prior_max, admitted
-    )
+    run = _Pass(cfg, k, scorer, prior_max, admitted)
     rest = sum(lst.bound for lst in lists)
     prune = scorer is not None and can_prune(cfg)
     for lst in lists:
