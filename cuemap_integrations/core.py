@@ -875,6 +875,8 @@ class CueMap:
                 problems.append(f"namespace {namespace!r}: index differs from a rebuild")
             elif fresh.cues != index.cues or fresh.tags != index.tags:
                 problems.append(f"namespace {namespace!r}: cue or tag postings differ")
+            if index.view is not None:  # the NumPy mirror of large namespaces (arrays.py)
+                problems += [f"namespace {namespace!r}: {p}" for p in index.view.errors()]
         return problems
 
     def _dangling(self) -> list[str]:

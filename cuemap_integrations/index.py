@@ -3,6 +3,10 @@
 Postings map a key to the sequence numbers of the memories that carry it (dicts, so iteration is
 in insertion order). What was indexed for each memory is kept, so removing a memory removes every
 posting, lexicon entry and statistic it contributed: nothing refers to a deleted memory afterwards.
+
+Large namespaces also get an :class:`~cuemap_integrations.arrays.ArrayView`: NumPy copies of the
+postings queries touch, created on first use and then kept in step by every change below (each
+posting change goes through :meth:`NamespaceIndex._put` / :meth:`NamespaceIndex._drop`).
 """
 
 from __future__ import annotations
@@ -10,8 +14,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from .text import CueLexicon
+
+if TYPE_CHECKING:
+    from .arrays import ArrayView
 
 __all__ = ["IndexedDoc", "NamespaceIndex"]
 
@@ -33,13 +41,16 @@ class NamespaceIndex:
     """Postings and statistics for the memories of one namespace."""
 
     def __init__(self) -> None:
-        self.cues: dict[str, dict[int, None]] = {}
-        self.tags: dict[str, dict[int, None]] = {}
-        self.terms: dict[str, dict[int, float]] = {}  # tf (own words) or weighted context
+        # key -> {seq: value}: 1.0 for cues and tags; tf (own words) or weighted context for terms
+        self.cues: dict[str, dict[int, float]] = {}
+        self.tags: dict[str, dict[int, float]] = {}
+        self.terms: dict[str, dict[int, float]] = {}
+        self._tables = {"cue": self.cues, "tag": self.tags, "term": self.terms}
         self.docs: dict[int, IndexedDoc] = {}
         self.total_length = 0
         self.cue_lexicon = CueLexicon()
         self.tag_lexicon = CueLexicon()
+        self.view: ArrayView | None = None  # created by arrays.view_of on first large query
 
     def __len__(self) -> int:
         return len(self.docs)
@@ -74,10 +85,14 @@ class NamespaceIndex:
         )
         self.docs[seq] = doc
         self.total_length += doc.length
-        _post(self.cues, self.cue_lexicon, doc.cues, seq)
-        _post(self.tags, self.tag_lexicon, doc.tags, seq)
+        if self.view is not None:
+            self.view.set_doc(seq, doc)
+        for cue in doc.cues:
+            self._put("cue", cue, seq, 1.0)
+        for tag in doc.tags:
+            self._put("tag", tag, seq, 1.0)
         for term, tf in doc.terms:
-            self.terms.setdefault(term, {})[seq] = tf
+            self._put("term", term, seq, tf)
         if context:
             self.set_context(seq, dict(context))
 
@@ -86,17 +101,33 @@ class NamespaceIndex:
         doc = self.docs[seq]
         own = {term for term, _ in doc.terms}
         for term, _ in doc.context:
-            self._drop_posting(term, seq)
+            self._drop("term", term, seq)
         kept = tuple((t, w) for t, w in context.items() if t not in own and w > 0)
         for term, weight in kept:
-            self.terms.setdefault(term, {})[seq] = weight
+            self._put("term", term, seq, weight)
         self.docs[seq] = replace(doc, context=kept)
 
-    def _drop_posting(self, term: str, seq: int) -> None:
-        postings = self.terms[term]
-        del postings[seq]
-        if not postings:
-            del self.terms[term]
+    def postings(self, kind: str) -> dict[str, dict[int, float]]:
+        """The postings table of ``kind``: ``"cue"``, ``"tag"`` or ``"term"``."""
+        return self._tables[kind]
+
+    def _put(self, kind: str, key: str, seq: int, value: float) -> None:
+        self._tables[kind].setdefault(key, {})[seq] = value
+        if kind != "term":  # the core normalizes every cue and tag
+            (self.cue_lexicon if kind == "cue" else self.tag_lexicon).add(key, normalized=True)
+        if self.view is not None:
+            self.view.put(kind, key, seq, value)
+
+    def _drop(self, kind: str, key: str, seq: int) -> None:
+        table = self._tables[kind]
+        bucket = table[key]
+        del bucket[seq]
+        if not bucket:
+            del table[key]
+        if kind != "term":
+            (self.cue_lexicon if kind == "cue" else self.tag_lexicon).discard(key, normalized=True)
+        if self.view is not None:
+            self.view.drop(kind, key, seq)
 
     def remove(self, seq: int) -> None:
         """Remove every trace of memory ``seq``; unknown ``seq`` is a no-op."""
@@ -104,26 +135,10 @@ class NamespaceIndex:
         if doc is None:
             return
         self.total_length -= doc.length
-        _unpost(self.cues, self.cue_lexicon, doc.cues, seq)
-        _unpost(self.tags, self.tag_lexicon, doc.tags, seq)
+        for cue in doc.cues:
+            self._drop("cue", cue, seq)
+        for tag in doc.tags:
+            self._drop("tag", tag, seq)
         for term, _ in (*doc.terms, *doc.context):
-            self._drop_posting(term, seq)
+            self._drop("term", term, seq)
 
-
-def _post(
-    postings: dict[str, dict[int, None]], lexicon: CueLexicon, keys: tuple[str, ...], seq: int
-) -> None:
-    for key in keys:
-        postings.setdefault(key, {})[seq] = None
-        lexicon.add(key, normalized=True)  # the core normalizes every cue and tag
-
-
-def _unpost(
-    postings: dict[str, dict[int, None]], lexicon: CueLexicon, keys: tuple[str, ...], seq: int
-) -> None:
-    for key in keys:
-        bucket = postings[key]
-        del bucket[seq]
-        lexicon.discard(key, normalized=True)
-        if not bucket:
-            del postings[key]

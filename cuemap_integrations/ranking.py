@@ -296,7 +296,10 @@ def rank(
     fast = FastScorer(cfg, index.docs, now.timestamp(), access)
     if not FastScorer.usable(cfg):
         return _rank_with_rules(index, records, access, plan, cfg, k, admitted, now, min_score)
-    sig = gather(index, plan, cfg, k=k, scorer=fast if prune else None, admitted=admitted)
+    sig = gather(
+        index, plan, cfg, k=k, scorer=fast if prune else None, admitted=admitted,
+        min_score=min_score,
+    )  # fmt: skip
     rows = []
     for seq in sig.candidates():
         score = fast.score(seq, sig)

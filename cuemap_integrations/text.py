@@ -228,6 +228,12 @@ def _normalize_pass(text: str) -> str:
     return " ".join(folded.translate(_NORMALIZE_TABLE).split())
 
 
+# Cues, tags, words and queries repeat endlessly: short strings are normalized, stemmed and split
+# into units once per process (pure functions of the string, so a cache cannot change a result).
+_CACHED_CHARS = 64
+_CACHE_SIZE = 1 << 16
+
+
 def normalize(text: str) -> str:
     """Normalize text for matching: NFKC, casefold, ASCII punctuation, single spaces.
 
@@ -242,6 +248,12 @@ def normalize(text: str) -> str:
     Returns:
         The normalized string (possibly empty).
     """
+    if len(text) <= _CACHED_CHARS:
+        return _normalize_short(text)
+    return _normalize(text)
+
+
+def _normalize(text: str) -> str:
     out = _normalize_pass(text)
     for _ in range(_MAX_NORMALIZE_PASSES):
         # Lower-case ASCII output is already a fixed point: no later pass can change it.
@@ -252,6 +264,9 @@ def normalize(text: str) -> str:
             return out
         out = again
     return out
+
+
+_normalize_short = functools.lru_cache(maxsize=_CACHE_SIZE)(_normalize)
 
 
 def is_cjk(ch: str) -> bool:
@@ -419,8 +434,13 @@ def stem(word: str) -> str:
 # --------------------------------------------------------------------------------------------
 
 
-def _scan(normalized: str) -> Iterator[tuple[bool, str]]:
-    """Yield ``(is_cjk_run, chunk)`` in text order: Latin identifiers and CJK runs."""
+@functools.lru_cache(maxsize=32)  # cue derivation, indexing and BM25 scan one text in turn
+def _scan(normalized: str) -> tuple[tuple[bool, str], ...]:
+    """``(is_cjk_run, chunk)`` pairs in text order: Latin identifiers and CJK runs."""
+    return tuple(_scan_iter(normalized))
+
+
+def _scan_iter(normalized: str) -> Iterator[tuple[bool, str]]:
     for match in _SCAN_RE.finditer(_APOS_RE.sub("", normalized)):
         cjk = match.group("cjk")
         yield (True, cjk) if cjk else (False, match.group())
@@ -430,6 +450,7 @@ def _latin_tokens(normalized: str) -> list[str]:
     return [chunk for cjk, chunk in _scan(normalized) if not cjk]
 
 
+@functools.lru_cache(maxsize=_CACHE_SIZE)
 def _is_identifier(token: str) -> bool:
     return any(ch in _SEPARATORS for ch in token)
 
@@ -440,16 +461,17 @@ def _atoms(segment: str) -> list[str]:
     return [] if parts == [segment] else parts
 
 
-def _parts(token: str) -> list[str]:
+@functools.lru_cache(maxsize=_CACHE_SIZE)
+def _parts(token: str) -> tuple[str, ...]:
     """Parts of an identifier: for a path each segment followed by that segment's atoms."""
     if "/" not in token:
-        return _atoms(token)
+        return tuple(_atoms(token))
     out: list[str] = []
     for segment in token.split("/"):
         if segment:
             out.append(segment)
             out.extend(_atoms(segment))
-    return out
+    return tuple(out)
 
 
 def _expand(tokens: Iterable[str]) -> list[str]:
@@ -482,8 +504,9 @@ def words(text: str) -> list[str]:
     return _expand(_latin_tokens(normalize(text)))
 
 
-def _latin_terms(token: str) -> list[str]:
-    return [stem(w) for w in _expand([token]) if w not in STOP_WORDS]
+@functools.lru_cache(maxsize=_CACHE_SIZE)
+def _latin_terms(token: str) -> tuple[str, ...]:
+    return tuple(stem(w) for w in _expand([token]) if w not in STOP_WORDS)
 
 
 def _cjk_terms(run: str) -> list[str]:
@@ -540,6 +563,12 @@ def query_units(text: str) -> list[str]:
         >>> query_units("Orders 超时 /ops/clear-cache")
         ['order', '超', '时', '/ops/clear-cache']
     """
+    if len(text) <= _CACHED_CHARS:
+        return list(_query_units_short(text))
+    return _query_units(text)
+
+
+def _query_units(text: str) -> list[str]:
     units: list[str] = []
     for cjk, chunk in _scan(normalize(text)):
         if cjk:
@@ -551,6 +580,11 @@ def query_units(text: str) -> list[str]:
         else:
             units.append(stem(chunk))
     return units
+
+
+@functools.lru_cache(maxsize=_CACHE_SIZE)
+def _query_units_short(text: str) -> tuple[str, ...]:
+    return tuple(_query_units(text))
 
 
 # --------------------------------------------------------------------------------------------
@@ -658,6 +692,7 @@ def _date_cues(text: str) -> tuple[list[str], str]:
     return [c for _, cue in found for c in (cue, cue[:4])], text
 
 
+@functools.lru_cache(maxsize=_CACHE_SIZE)
 def _is_name_word(token: str) -> bool:
     """A Capitalized word (``Redis``, ``GitHub``) or an acronym of 2+ letters (``API``, ``EC2``)."""
     if not token.isalnum() or token.casefold() in _UNIT_SET:  # "10 GB": a unit, not a name
@@ -713,6 +748,7 @@ def _chinese_cues(text: str) -> list[str]:
     return out
 
 
+@functools.lru_cache(maxsize=_CACHE_SIZE)
 def _is_salient_word(word: str) -> bool:
     if _is_identifier(word) or word.isdigit():
         return False

@@ -56,6 +56,7 @@ class _List:
     bound: float  # the most this list adds to one memory's (weighted) score
     postings: tuple[Mapping[int, object], ...]
     gain: Callable[[int], float]
+    keys: tuple[tuple[str, str], ...]  # (kind, key) of each posting list, for the array view
 
     def members(self) -> Iterable[int]:
         if len(self.postings) == 1:
@@ -112,20 +113,25 @@ def _concept_lists(index: NamespaceIndex, plan: QueryPlan, cfg: RecallConfig) ->
     n, w = len(index), cfg.weights
     out: list[_List] = []
     for members in plan.cues:
-        postings = tuple(index.cues[m] for m in members if m in index.cues)
-        if postings:
+        keys = tuple(("cue", m) for m in members if m in index.cues)
+        if keys:
+            postings = tuple(index.cues[m] for _, m in keys)
             idf = bm25_idf(n, _union_size(postings))
-            out.append(_List("cue", w["cue"] * idf, postings, _Gain(idf)))
+            out.append(_List("cue", w["cue"] * idf, postings, _Gain(idf), keys))
     most = max(cfg.carry_min_df, int(cfg.carry_max_share * n))
     for concept in plan.expanded_concepts:
-        postings = tuple(t[m] for t in (index.cues, index.tags) for m in concept.members if m in t)
+        keys = tuple((kind, m) for kind in ("cue", "tag") for m in concept.members
+                     if m in index.postings(kind))  # fmt: skip
+        postings = tuple(index.postings(kind)[m] for kind, m in keys)
         df = _union_size(postings) if postings else 0
         if 0 < df <= most:  # a carried cue too common to tell memories apart is not carried
             gain = concept.weight * bm25_idf(n, df)
             only = next(iter(concept.sources)) if len(concept.sources) == 1 else None
             factor = cfg.session_self_factor if concept.self_factor is None else concept.self_factor
             mine = gain * factor
-            out.append(_List("session", w["session"] * gain, postings, _Gain(gain, only, mine)))
+            out.append(
+                _List("session", w["session"] * gain, postings, _Gain(gain, only, mine), keys)
+            )
     return out
 
 
@@ -136,14 +142,17 @@ def _term_lists(index: NamespaceIndex, plan: QueryPlan, cfg: RecallConfig) -> li
     for tag in plan.tags:
         if tag in index.tags:
             idf = bm25_idf(n, len(index.tags[tag]))
-            out.append(_List("tag", w["tag"] * idf, (index.tags[tag],), _Gain(idf)))
+            out.append(
+                _List("tag", w["tag"] * idf, (index.tags[tag],), _Gain(idf), (("tag", tag),))
+            )
     for term in plan.terms:
         bucket = index.terms.get(term)
         if bucket:
             idf = bm25_idf(n, len(bucket))
 
             gain = _TermGain(idf, bucket, docs, avg, k1, b)
-            out.append(_List("content", w["content"] * idf * (k1 + 1.0), (bucket,), gain))
+            bound = w["content"] * idf * (k1 + 1.0)
+            out.append(_List("content", bound, (bucket,), gain, (("term", term),)))
     return out
 
 
@@ -286,6 +295,7 @@ def gather(
     k: int,
     scorer: FastScorer | None,
     admitted: Callable[[int], bool],
+    min_score: float | None = None,
 ) -> Evidence:
     """The evidence of the query for every memory that can still be in the top ``k``.
 
@@ -297,12 +307,21 @@ def gather(
         scorer: scores a memory's evidence so far (a lower bound of its final score); None
             gathers every candidate (the reference the pruned pass must equal).
         admitted: True when a memory passes the recall's filters.
+        min_score: hits below it will be dropped (the array path keeps them out of the top k).
     """
     lists = _concept_lists(index, plan, cfg) + _term_lists(index, plan, cfg)
     lists.sort(key=lambda lst: -lst.bound)  # stable: equal bounds keep the plan's order
     w = cfg.weights
     prior_max = w["recency"] + max(0.0, w["type"] * max(cfg.type_priority.values(), default=0.0))
     run = _Pass(cfg, k, scorer, prior_max, admitted)
+    if scorer is not None and _use_arrays(index, cfg):
+        from .arrays import select
+
+        chosen = select(index, lists, cfg, scorer, k=k, admitted=admitted, min_score=min_score)
+        run.survivors = run.ev.survivors = chosen
+        for lst in lists:
+            run.add(lst)  # exact evidence, for the chosen memories only
+        return run.ev
     rest = sum(lst.bound for lst in lists)
     prune = scorer is not None and can_prune(cfg)
     for lst in lists:
@@ -319,3 +338,10 @@ def _worth_checking(run: _Pass, lst: _List) -> bool:
     """Compute theta only before a list longer than what we have: that is what pruning saves."""
     size = sum(len(p) for p in lst.postings)
     return size > 64 and size > len(run.ev.cue) + len(run.ev.content) + len(run.ev.session)
+
+
+def _use_arrays(index: NamespaceIndex, cfg: RecallConfig) -> bool:
+    """The vectorized selection is exact where pruning is, and pays off in large namespaces."""
+    from . import arrays
+
+    return len(index) >= arrays.ARRAY_MIN_MEMORIES and can_prune(cfg) and arrays.usable()

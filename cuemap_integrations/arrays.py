@@ -1,0 +1,326 @@
+"""Array-backed postings and vectorized candidate selection for large namespaces.
+
+In a namespace of many thousand memories, a query's common words reach a large share of them, and
+scoring each candidate in Python costs about a microsecond. :class:`ArrayView` mirrors the postings
+queries touch as NumPy arrays (slot numbers and values, appended to and swap-deleted in step with
+every index change), scores every candidate of a query at once, and keeps only those that can be
+in the top ``k``. The Python pass (:mod:`.topk`) then gathers exactly those memories' evidence, so
+hits, scores and explanations are the ones the exhaustive pass gives; ``tests/core/test_arrays.py``
+checks that against it on random stores.
+
+NumPy is a dependency of the package but is imported only here, on the first query of a namespace
+holding at least :data:`ARRAY_MIN_MEMORIES` memories: ``import cuemap_integrations`` stays light, and
+small stores never pay for it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .config import RecallConfig
+    from .index import IndexedDoc, NamespaceIndex
+    from .topk import FastScorer, _List
+
+__all__ = ["ARRAY_MIN_MEMORIES", "ArrayView", "select", "usable", "view_of"]
+
+# Below this many memories the Python pass is as fast as NumPy's fixed costs (measured with
+# ``cuemap bench scale``): the view is created the first time a query finds a namespace this large.
+ARRAY_MIN_MEMORIES = 2000
+
+_EPSILON = 1e-9  # NumPy and Python sum a memory's parts in different orders: keep near-ties
+_BIG_SHIFT = 1.0  # tag-only matches rank after every other match (see ranking.rank)
+
+_numpy: Any = None
+
+
+def _np() -> Any:
+    global _numpy
+    if _numpy is None:
+        import numpy
+
+        _numpy = numpy
+    return _numpy
+
+
+def usable() -> bool:
+    """True when NumPy can be imported (it is a dependency; a broken install falls back)."""
+    try:
+        _np()
+    except ImportError:
+        return False
+    return True
+
+
+class _Growable:
+    """One posting list as parallel arrays ``slots`` / ``values`` with spare capacity."""
+
+    __slots__ = ("size", "slots", "values")
+
+    def __init__(self, slots: Any, values: Any) -> None:
+        self.size = len(slots)
+        self.slots, self.values = slots, values
+
+    def append(self, slot: int, value: float) -> None:
+        if self.size == len(self.slots):
+            np = _np()
+            capacity = max(8, 2 * self.size)
+            self.slots = np.resize(self.slots, capacity)
+            self.values = np.resize(self.values, capacity)
+        self.slots[self.size], self.values[self.size] = slot, value
+        self.size += 1
+
+    def drop(self, slot: int) -> None:
+        """Remove ``slot`` by moving the last entry into its place (order is irrelevant)."""
+        where = _np().flatnonzero(self.slots[: self.size] == slot)
+        if len(where):
+            at, last = int(where[0]), self.size - 1
+            self.slots[at], self.values[at] = self.slots[last], self.values[last]
+            self.size = last
+
+    def arrays(self) -> tuple[Any, Any]:
+        return self.slots[: self.size], self.values[: self.size]
+
+
+class ArrayView:
+    """NumPy mirror of one namespace's documents and of the posting lists queries have used.
+
+    Every memory has a *slot* (its position in the per-memory arrays); a deleted memory keeps its
+    slot (with no postings left, it is never a candidate) and gets it back if re-indexed.
+    """
+
+    def __init__(self, index: NamespaceIndex) -> None:
+        np = _np()
+        self.index = index
+        self.slot_of: dict[int, int] = {}
+        self.type_codes: dict[str, int] = {}
+        capacity = max(1024, 2 * len(index.docs))
+        self.seq_at = np.zeros(capacity, dtype=np.int64)
+        self.length = np.zeros(capacity, dtype=np.float64)
+        self.updated = np.zeros(capacity, dtype=np.float64)
+        self.type_code = np.zeros(capacity, dtype=np.int32)
+        self.size = 0
+        self.lists: dict[tuple[str, str], _Growable] = {}
+        for seq, doc in index.docs.items():
+            self.set_doc(seq, doc)
+
+    # -------------------------------------------------------------- kept in step by the index
+    def set_doc(self, seq: int, doc: IndexedDoc) -> None:
+        """Record (or refresh) the per-memory values of ``seq``."""
+        slot = self.slot_of.get(seq)
+        if slot is None:
+            slot = self.slot_of[seq] = self.size
+            self.size += 1
+            if slot == len(self.seq_at):
+                self._grow()
+        code = self.type_codes.setdefault(doc.type, len(self.type_codes))
+        self.seq_at[slot], self.length[slot] = seq, doc.length
+        self.updated[slot], self.type_code[slot] = doc.updated_ts, code
+
+    def _grow(self) -> None:
+        np = _np()
+        capacity = 2 * len(self.seq_at)
+        for name in ("seq_at", "length", "updated", "type_code"):
+            setattr(self, name, np.resize(getattr(self, name), capacity))
+
+    def put(self, kind: str, key: str, seq: int, value: float) -> None:
+        """A posting was added to the index: mirror it if this list is mirrored."""
+        mirrored = self.lists.get((kind, key))
+        if mirrored is not None:
+            mirrored.append(self.slot_of[seq], value)
+
+    def drop(self, kind: str, key: str, seq: int) -> None:
+        """A posting was removed from the index."""
+        mirrored = self.lists.get((kind, key))
+        if mirrored is not None:
+            mirrored.drop(self.slot_of[seq])
+
+    # -------------------------------------------------------------- read by queries
+    def postings(self, kind: str, key: str) -> tuple[Any, Any]:
+        """``(slots, values)`` of one posting list, mirrored on first use."""
+        mirrored = self.lists.get((kind, key))
+        if mirrored is None:
+            np = _np()
+            bucket = self.index.postings(kind).get(key, {})
+            slot_of = self.slot_of
+            slots = np.fromiter((slot_of[s] for s in bucket), dtype=np.int64, count=len(bucket))
+            values = np.fromiter(bucket.values(), dtype=np.float64, count=len(bucket))
+            mirrored = self.lists[(kind, key)] = _Growable(slots, values)
+        return mirrored.arrays()
+
+    def errors(self) -> list[str]:
+        """Differences between the mirrored lists and the index (empty when in step)."""
+        problems = []
+        for (kind, key), mirrored in self.lists.items():
+            slots, values = mirrored.arrays()
+            got = {int(self.seq_at[s]): float(v) for s, v in zip(slots, values, strict=True)}
+            if got != self.index.postings(kind).get(key, {}):
+                problems.append(f"array postings of {kind} {key!r} differ from the index")
+        return problems
+
+
+def view_of(index: NamespaceIndex) -> ArrayView:
+    """The index's array view, created on first use."""
+    if index.view is None:
+        index.view = ArrayView(index)
+    return index.view
+
+
+# ------------------------------------------------------------------ vectorized selection
+def _gains(view: ArrayView, lst: _List, cfg: RecallConfig) -> tuple[Any, Any]:
+    """``(slots, gains)`` of one evidence list, as the Python pass would compute the gains."""
+    from .topk import _Gain, _TermGain
+
+    np = _np()
+    parts = [view.postings(kind, key) for kind, key in lst.keys]
+    if len(parts) == 1:
+        slots, values = parts[0]
+    else:  # a concept: each memory counts once, whichever members it carries
+        slots, values = np.unique(np.concatenate([p[0] for p in parts])), None
+    gain = lst.gain
+    if isinstance(gain, _TermGain):
+        k1, b, avg = gain.k1, gain.b, gain.avg
+        norm = k1 * (1.0 - b + b * view.length[slots] / avg) if avg > 0 else k1
+        return slots, gain.idf * (values * (k1 + 1.0) / (values + norm))
+    if isinstance(gain, _Gain):
+        gains = np.full(len(slots), gain.value)
+        special = view.slot_of.get(gain.special) if gain.special is not None else None
+        if special is not None:
+            gains[slots == special] = gain.special_value
+        return slots, gains
+    seqs = view.seq_at[slots]  # an unknown gain: ask it memory by memory
+    return slots, np.fromiter((gain(int(s)) for s in seqs), dtype=np.float64, count=len(slots))
+
+
+class _Sums:
+    """Per-slot sums of one query's lists: weighted linear part, session raw, and presence."""
+
+    # presence is counted in one bincount: cue/content lists add 1, tag lists 1024, session
+    # lists 1024**2 (a query has far fewer than 1024 lists of a kind)
+    _CODE = {"cue": 1.0, "content": 1.0, "tag": 1024.0, "session": 1024.0**2}
+
+    def __init__(self, view: ArrayView, lists: Sequence[_List], cfg: RecallConfig) -> None:
+        np = _np()
+        n, w = view.size, cfg.weights
+        lin_s, lin_v, ses_s, ses_v, all_s, all_c = [], [], [], [], [], []
+        for lst in lists:
+            slots, gains = _gains(view, lst, cfg)
+            if lst.signal == "session":
+                ses_s.append(slots)
+                ses_v.append(gains)
+            else:
+                lin_s.append(slots)
+                lin_v.append(w[lst.signal] * gains)
+            all_s.append(slots)
+            all_c.append(np.full(len(slots), self._CODE[lst.signal]))
+        empty_i, empty_f = np.zeros(0, dtype=np.int64), np.zeros(0)
+
+        def total(slots: list[Any], values: list[Any]) -> Any:
+            if not slots:
+                return np.zeros(n)
+            return np.bincount(
+                np.concatenate(slots) if slots else empty_i,
+                np.concatenate(values) if values else empty_f,
+                minlength=n,
+            )
+
+        self.linear, self.session = total(lin_s, lin_v), total(ses_s, ses_v)
+        self.code = total(all_s, all_c)
+
+
+def select(
+    index: NamespaceIndex,
+    lists: Sequence[_List],
+    cfg: RecallConfig,
+    scorer: FastScorer,
+    *,
+    k: int,
+    admitted: Callable[[int], bool],
+    min_score: float | None,
+) -> dict[int, None]:
+    """The memories that can be among the top ``k`` admitted hits (best first, with near-ties).
+
+    Every candidate is scored at once; the admitted ones are walked best first until ``k`` are
+    found, then every candidate within :data:`_EPSILON` of the k-th is kept too, so rounding in
+    a different summation order can never drop a memory the exact scores would rank in.
+    """
+    np = _np()
+    view = view_of(index)
+    sums = _Sums(view, lists, cfg)
+    cand = np.flatnonzero(sums.code)
+    if not len(cand):
+        return {}
+    score, code = _scores(view, sums, cand, cfg, scorer), sums.code[cand].astype(np.int64)
+    strong, session = code % 1024, code // (1024 * 1024)
+    tag_only = (strong == 0) & (session == 0)
+    if min_score is not None:  # the caller drops these; they must not take a place in the top k
+        keep = score >= min_score - _EPSILON
+        cand, score, tag_only = cand[keep], score[keep], tag_only[keep]
+        if not len(cand):
+            return {}
+    shift = float(score.max() - score.min()) + _BIG_SHIFT if tag_only.any() else 0.0
+    key = np.where(tag_only, score - shift, score)
+    return _walk(view, cand, key, k, admitted)
+
+
+def _scores(
+    view: ArrayView, sums: _Sums, cand: Any, cfg: RecallConfig, scorer: FastScorer
+) -> Any:
+    """:meth:`FastScorer.score` of every candidate slot, vectorized."""
+    np = _np()
+    score = sums.linear[cand] + _priors(view, cand, cfg, scorer)
+    if scorer.w_session:
+        raw = sums.session[cand]
+        cap = cfg.session_saturation
+        saturated = np.where(raw > 0, cap * (1.0 - np.exp(-raw / cap)), 0.0)
+        explicit = (sums.code[cand].astype(np.int64) % (1024 * 1024)) > 0
+        factor = np.where(explicit, 1.0, cfg.session_only_factor)
+        score = score + scorer.w_session * saturated * factor
+    return score
+
+
+def _priors(view: ArrayView, cand: Any, cfg: RecallConfig, scorer: FastScorer) -> Any:
+    np = _np()
+    names = sorted(view.type_codes, key=view.type_codes.__getitem__)
+    bonus = np.array([scorer.type_bonus.get(name, 0.0) for name in names] or [0.0])
+    prior = bonus[view.type_code[cand]]
+    if scorer.w_recency:
+        age = np.maximum(scorer.now_ts - view.updated[cand], 0.0)
+        prior = prior + scorer.w_recency * np.power(0.5, age * scorer.per_second)
+    if scorer.w_freq:
+        seqs = view.seq_at[cand]
+        access = np.fromiter((scorer.access(int(s)) for s in seqs), np.float64, len(seqs))
+        prior = prior - scorer.w_freq * np.log1p(access)
+    return prior
+
+
+def _walk(
+    view: ArrayView, cand: Any, key: Any, k: int, admitted: Callable[[int], bool]
+) -> dict[int, None]:
+    """Admitted candidates best first (ties by sequence number) until the k-th and its near-ties."""
+    np = _np()
+    block = min(len(cand), max(2 * k, k + 16))
+    while True:
+        if block < len(cand):
+            cut = np.partition(key, len(key) - block)[len(key) - block]
+            chosen = np.flatnonzero(key >= cut - _EPSILON)
+        else:
+            chosen = np.arange(len(cand))
+        seqs = view.seq_at[cand[chosen]]
+        order = np.lexsort((seqs, -key[chosen]))
+        survivors: dict[int, None] = {}
+        kth = -math.inf
+        for at in order:
+            value = float(key[chosen[at]])
+            if len(survivors) >= k and value < kth - _EPSILON:
+                return survivors
+            seq = int(seqs[at])
+            if admitted(seq):
+                survivors[seq] = None
+                if len(survivors) == k:
+                    kth = value
+        if len(chosen) == len(cand) or (len(survivors) >= k and kth >= cut):
+            return survivors  # nothing outside the block is within reach of the k-th
+        block *= 4

@@ -1,0 +1,109 @@
+"""The NumPy candidate selection gives exactly the exhaustive ranking, and its mirror of the
+postings stays in step with every change to the index (a differential test)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from unittest import mock
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cuemap_integrations import CueMap, arrays
+
+from ..conftest import T0
+from .test_topk import TYPES, WORDS, _store, build, ranked
+
+pytest.importorskip("numpy")
+
+
+@contextmanager
+def arrays_for_every_size() -> Iterator[None]:
+    with mock.patch.object(arrays, "ARRAY_MIN_MEMORIES", 0):
+        yield
+
+
+def by_arrays(cm: CueMap, query: str, k: int, **filters: object) -> list[tuple[str, float]]:
+    with arrays_for_every_size():
+        return ranked(cm, query, k, True, **filters)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 10_000),
+    query=st.lists(st.sampled_from([*WORDS, "订单", "超时", "缓存", "the", "what"]), min_size=1, max_size=6),
+    k=st.integers(1, 12),
+    types=st.one_of(st.none(), st.lists(st.sampled_from(TYPES), min_size=1, max_size=3)),
+    since_day=st.one_of(st.none(), st.integers(1, 28)),
+)
+def test_array_ranking_equals_exhaustive(seed, query, k, types, since_day) -> None:
+    cm = _store(seed % 5, 400)
+    text = " ".join(query)
+    since = None if since_day is None else T0.replace(day=since_day)
+    expected = ranked(cm, text, k, False, types=types, since=since)
+    assert by_arrays(cm, text, k, types=types, since=since) == expected
+
+
+def test_min_score_never_lets_a_dropped_hit_hold_a_place() -> None:
+    cm = _store(2, 400)
+    for query in ("order cache", "caroline painting festival", "订单 超时 team"):
+        full = cm.recall(query, k=8, min_score=2.0)
+        with arrays_for_every_size():
+            fast = cm.recall(query, k=8, min_score=2.0)
+        assert fast.memory_ids == full.memory_ids
+        assert all(hit.score >= 2.0 for hit in fast.hits)
+
+
+def test_the_mirror_follows_adds_updates_deletes_and_context() -> None:
+    cm = build(4, 600)
+    with arrays_for_every_size():
+        cm.recall("order cache redis caroline", k=5)  # mirrors these lists
+        cm.add("order cache for caroline", memory_id="new-1")
+        cm.update("m3", content="redis painting order")
+        cm.delete("m5")
+        cm.forget(["m7"])
+        for i in range(6):  # transcript turns: each new turn re-indexes its neighbours' context
+            cm.add(f"turn {i} about order cache", memory_id=f"t{i}", type="event",
+                   metadata={"session_id": "s1"})  # fmt: skip
+        cm.delete("t2")
+        index = cm._indexes["default"]
+        assert index.view is not None and index.view.errors() == []
+        assert cm.check() == []
+    for query in ("order cache redis caroline", "turn about order", "painting"):
+        assert by_arrays(cm, query, 6) == ranked(cm, query, 6, False)
+
+
+def test_sessions_rank_the_same_through_arrays() -> None:
+    turns = ["order cache redis", "how did we fix it", "caroline painting", "订单超时", "festival"]
+    fast, full = build(3, 800), build(3, 800)
+    full.config = full.config.with_changes(prune=False)
+    with arrays_for_every_size():
+        a = fast.session("s", skip_shown=True)
+        b = full.session("s", skip_shown=True)
+        for query in turns:
+            assert a.recall(query, k=5).memory_ids == b.recall(query, k=5).memory_ids
+
+
+def test_arrays_score_only_what_can_reach_the_top() -> None:
+    fast, full = build(1, 400), build(1, 400)
+    full.config = full.config.with_changes(prune=False)
+    query = "caroline order cache support"
+    with arrays_for_every_size():
+        chosen = fast.recall(query, k=3, explain=True).trace
+    everyone = full.recall(query, k=3, explain=True).trace
+    assert chosen is not None and everyone is not None
+    assert chosen.order == everyone.order
+    assert chosen.candidate_count < 20 < everyone.candidate_count
+
+
+def test_check_reports_a_mirror_out_of_step() -> None:
+    cm = build(5, 300)
+    with arrays_for_every_size():
+        cm.recall("order cache", k=3)
+    view = cm._indexes["default"].view
+    assert view is not None and cm.check() == []
+    seq = next(iter(cm._indexes["default"].terms["order"]))
+    view.lists[("term", "order")].drop(view.slot_of[seq])
+    assert any("array postings of term 'order'" in problem for problem in cm.check())
