@@ -144,11 +144,21 @@ class ArrayView:
         if mirrored is None:
             np = _np()
             bucket = self.index.postings(kind).get(key, {})
-            slot_of = self.slot_of
-            slots = np.fromiter((slot_of[s] for s in bucket), dtype=np.int64, count=len(bucket))
+            slots = np.fromiter(map(self.slot_of.__getitem__, bucket), np.int64, len(bucket))
             values = np.fromiter(bucket.values(), dtype=np.float64, count=len(bucket))
             mirrored = self.lists[(kind, key)] = _Growable(slots, values)
         return mirrored.arrays()
+
+    def union(self, keys: Sequence[tuple[str, str]]) -> tuple[Any, Any]:
+        """``(slots, values)`` of one list, or of several (a concept) with each memory once
+        (then ``values`` is None: a concept's gain does not depend on which member matched)."""
+        if len(keys) == 1:
+            return self.postings(*keys[0])
+        np = _np()
+        seen = np.zeros(self.size, dtype=bool)
+        for kind, key in keys:
+            seen[self.postings(kind, key)[0]] = True
+        return np.flatnonzero(seen), None
 
     def errors(self) -> list[str]:
         """Differences between the mirrored lists and the index (empty when in step)."""
@@ -169,65 +179,69 @@ def view_of(index: NamespaceIndex) -> ArrayView:
 
 
 # ------------------------------------------------------------------ vectorized selection
-def _gains(view: ArrayView, lst: _List, cfg: RecallConfig) -> tuple[Any, Any]:
-    """``(slots, gains)`` of one evidence list, as the Python pass would compute the gains."""
-    from .topk import _Gain, _TermGain
+class _Entry:
+    """One evidence list as arrays: the slots it reaches, its raw values, and its gains."""
 
-    np = _np()
-    parts = [view.postings(kind, key) for kind, key in lst.keys]
-    if len(parts) == 1:
-        slots, values = parts[0]
-    else:  # a concept: each memory counts once, whichever members it carries
-        slots, values = np.unique(np.concatenate([p[0] for p in parts])), None
-    gain = lst.gain
-    if isinstance(gain, _TermGain):
-        k1, b, avg = gain.k1, gain.b, gain.avg
-        norm = k1 * (1.0 - b + b * view.length[slots] / avg) if avg > 0 else k1
-        return slots, gain.idf * (values * (k1 + 1.0) / (values + norm))
-    if isinstance(gain, _Gain):
-        gains = np.full(len(slots), gain.value)
-        special = view.slot_of.get(gain.special) if gain.special is not None else None
-        if special is not None:
-            gains[slots == special] = gain.special_value
-        return slots, gains
-    seqs = view.seq_at[slots]  # an unknown gain: ask it memory by memory
-    return slots, np.fromiter((gain(int(s)) for s in seqs), dtype=np.float64, count=len(slots))
+    __slots__ = ("lst", "slots", "values")
+
+    def __init__(self, lst: _List, slots: Any, values: Any) -> None:
+        self.lst, self.slots, self.values = lst, slots, values
+
+    def gains(self, view: ArrayView, slots: Any, values: Any) -> Any:
+        """The list's gain for these of its slots, as the Python pass computes it."""
+        from .topk import _Gain, _TermGain
+
+        np = _np()
+        gain = self.lst.gain
+        if isinstance(gain, _TermGain):
+            k1, b, avg = gain.k1, gain.b, gain.avg
+            norm = k1 * (1.0 - b + b * view.length[slots] / avg) if avg > 0 else k1
+            return gain.idf * (values * (k1 + 1.0) / (values + norm))
+        if isinstance(gain, _Gain):
+            gains = np.full(len(slots), gain.value)
+            special = view.slot_of.get(gain.special) if gain.special is not None else None
+            if special is not None:
+                gains[slots == special] = gain.special_value
+            return gains
+        seqs = view.seq_at[slots]  # an unknown gain: ask it memory by memory
+        return np.fromiter((gain(int(s)) for s in seqs), dtype=np.float64, count=len(slots))
+
+    def restricted(self, view: ArrayView, position: Any) -> tuple[Any, Any]:
+        """``(positions, gains)`` for the candidates only (``position[slot]`` is -1 elsewhere)."""
+        at = position[self.slots]
+        inside = at >= 0
+        values = None if self.values is None else self.values[inside]
+        return at[inside], self.gains(view, self.slots[inside], values)
 
 
 class _Sums:
-    """Per-slot sums of one query's lists: weighted linear part, session raw, and presence."""
+    """Per-position sums of a query's lists: weighted linear part, session raw, and presence."""
 
     # presence is counted in one bincount: cue/content lists add 1, tag lists 1024, session
     # lists 1024**2 (a query has far fewer than 1024 lists of a kind)
     _CODE = {"cue": 1.0, "content": 1.0, "tag": 1024.0, "session": 1024.0**2}
 
-    def __init__(self, view: ArrayView, lists: Sequence[_List], cfg: RecallConfig) -> None:
+    def __init__(self, parts: Sequence[tuple[str, Any, Any]], size: int, cfg: RecallConfig):
         np = _np()
-        n, w = view.size, cfg.weights
-        lin_s, lin_v, ses_s, ses_v, all_s, all_c = [], [], [], [], [], []
-        for lst in lists:
-            slots, gains = _gains(view, lst, cfg)
-            if lst.signal == "session":
-                ses_s.append(slots)
-                ses_v.append(gains)
-            else:
-                lin_s.append(slots)
-                lin_v.append(w[lst.signal] * gains)
-            all_s.append(slots)
-            all_c.append(np.full(len(slots), self._CODE[lst.signal]))
-        empty_i, empty_f = np.zeros(0, dtype=np.int64), np.zeros(0)
+        w = cfg.weights
+        lin = [(at, w[signal] * g) for signal, at, g in parts if signal != "session"]
+        ses = [(at, g) for signal, at, g in parts if signal == "session"]
+        code = [(at, np.full(len(at), self._CODE[signal])) for signal, at, _ in parts]
 
-        def total(slots: list[Any], values: list[Any]) -> Any:
-            if not slots:
-                return np.zeros(n)
-            return np.bincount(
-                np.concatenate(slots) if slots else empty_i,
-                np.concatenate(values) if values else empty_f,
-                minlength=n,
-            )
+        def total(pairs: list[tuple[Any, Any]]) -> Any:
+            if not pairs:
+                return np.zeros(size)
+            at = np.concatenate([a for a, _ in pairs])
+            return np.bincount(at, np.concatenate([v for _, v in pairs]), minlength=size)
 
-        self.linear, self.session = total(lin_s, lin_v), total(ses_s, ses_v)
-        self.code = total(all_s, all_c)
+        self.linear, self.session, self.code = total(lin), total(ses), total(code)
+
+    def explicit(self, at: Any) -> Any:
+        return (self.code[at].astype(_np().int64) % (1024 * 1024)) > 0
+
+    def tag_only(self, at: Any) -> Any:
+        code = self.code[at].astype(_np().int64)
+        return (code % 1024 == 0) & (code // (1024 * 1024) == 0)
 
 
 def select(
@@ -242,46 +256,105 @@ def select(
 ) -> dict[int, None]:
     """The memories that can be among the top ``k`` admitted hits (best first, with near-ties).
 
-    Every candidate is scored at once; the admitted ones are walked best first until ``k`` are
-    found, then every candidate within :data:`_EPSILON` of the k-th is kept too, so rounding in
-    a different summation order can never drop a memory the exact scores would rank in.
+    First the short lists (rare cues and words) alone give a set of candidates and a k-th best
+    *lower bound* ``theta``; when the long lists together could not lift a memory outside that
+    set above ``theta`` (MaxScore, Turtle & Flood 1995), they are only read for the candidates.
+    Otherwise every memory any list reaches is scored. Then admitted candidates are walked best
+    first until ``k`` are found, and every candidate within :data:`_EPSILON` of the k-th is kept
+    too, so rounding in a different summation order never drops one the exact scores rank in.
     """
-    np = _np()
     view = view_of(index)
-    sums = _Sums(view, lists, cfg)
-    cand = np.flatnonzero(sums.code)
+    entries = [_Entry(lst, *view.union(lst.keys)) for lst in lists]
+    narrowed = _narrowed(view, entries, cfg, scorer, k, admitted)
+    if narrowed is not None:
+        cand, sums, positions = narrowed
+    else:
+        np = _np()
+        parts = [(e.lst.signal, e.slots, e.gains(view, e.slots, e.values)) for e in entries]
+        sums = _Sums(parts, view.size, cfg)
+        cand = positions = np.flatnonzero(sums.code)
     if not len(cand):
         return {}
-    score, code = _scores(view, sums, cand, cfg, scorer), sums.code[cand].astype(np.int64)
-    strong, session = code % 1024, code // (1024 * 1024)
-    tag_only = (strong == 0) & (session == 0)
+    return _ranked_walk(view, sums, cand, positions, cfg, scorer, k, admitted, min_score)
+
+
+def _ranked_walk(
+    view: ArrayView, sums: _Sums, cand: Any, positions: Any, cfg: RecallConfig,
+    scorer: FastScorer, k: int, admitted: Callable[[int], bool], min_score: float | None,
+) -> dict[int, None]:  # fmt: skip
+    np = _np()
+    score = _scores(view, sums, cand, positions, cfg, scorer)
+    tag_only = sums.tag_only(positions)
     if min_score is not None:  # the caller drops these; they must not take a place in the top k
         keep = score >= min_score - _EPSILON
         cand, score, tag_only = cand[keep], score[keep], tag_only[keep]
         if not len(cand):
             return {}
     shift = float(score.max() - score.min()) + _BIG_SHIFT if tag_only.any() else 0.0
-    key = np.where(tag_only, score - shift, score)
-    return _walk(view, cand, key, k, admitted)
+    return _walk(view, cand, np.where(tag_only, score - shift, score), k, admitted)
+
+
+def _narrowed(
+    view: ArrayView, entries: Sequence[_Entry], cfg: RecallConfig, scorer: FastScorer,
+    k: int, admitted: Callable[[int], bool],
+) -> tuple[Any, _Sums, Any] | None:  # fmt: skip
+    """Candidates from the short lists, with every list's evidence for them, when the long
+    lists provably cannot bring in anyone else; None when they could."""
+    np = _np()
+    w = cfg.weights
+    prior_max = w["recency"] + max(0.0, w["type"] * max(cfg.type_priority.values(), default=0.0))
+    for share in (64, 16):
+        limit = view.size // share
+        short = [e for e in entries if len(e.slots) <= limit]
+        long = [e for e in entries if len(e.slots) > limit]
+        if not short or not long:
+            continue
+        parts = [(e.lst.signal, e.slots, e.gains(view, e.slots, e.values)) for e in short]
+        partial = _Sums(parts, view.size, cfg)
+        cand = np.flatnonzero(partial.code)
+        lower = _scores(view, partial, cand, cand, cfg, scorer)  # more evidence only adds
+        sure = ~partial.tag_only(cand)
+        theta = _kth(view, cand[sure], lower[sure], k, admitted)
+        if sum(e.lst.bound for e in long) + prior_max >= theta - _EPSILON:
+            continue
+        position = np.full(view.size, -1, dtype=np.int64)
+        position[cand] = np.arange(len(cand))
+        parts = [(e.lst.signal, *e.restricted(view, position)) for e in entries]
+        return cand, _Sums(parts, len(cand), cfg), np.arange(len(cand))
+    return None
+
+
+def _kth(view: ArrayView, cand: Any, lower: Any, k: int, admitted: Callable[[int], bool]) -> float:
+    """The k-th best lower bound among admitted candidates (-inf when fewer than k)."""
+    np = _np()
+    if len(cand) < k:
+        return -math.inf
+    order = np.lexsort((view.seq_at[cand], -lower))
+    found = 0
+    for at in order:
+        if admitted(int(view.seq_at[cand[at]])):
+            found += 1
+            if found == k:
+                return float(lower[at])
+    return -math.inf
 
 
 def _scores(
-    view: ArrayView, sums: _Sums, cand: Any, cfg: RecallConfig, scorer: FastScorer
+    view: ArrayView, sums: _Sums, slots: Any, at: Any, cfg: RecallConfig, scorer: FastScorer
 ) -> Any:
-    """:meth:`FastScorer.score` of every candidate slot, vectorized."""
+    """:meth:`FastScorer.score` of the memories in ``slots`` (their sums at ``at``), vectorized."""
     np = _np()
-    score = sums.linear[cand] + _priors(view, cand, cfg, scorer)
+    score = sums.linear[at] + _priors(view, slots, scorer)
     if scorer.w_session:
-        raw = sums.session[cand]
+        raw = sums.session[at]
         cap = cfg.session_saturation
         saturated = np.where(raw > 0, cap * (1.0 - np.exp(-raw / cap)), 0.0)
-        explicit = (sums.code[cand].astype(np.int64) % (1024 * 1024)) > 0
-        factor = np.where(explicit, 1.0, cfg.session_only_factor)
+        factor = np.where(sums.explicit(at), 1.0, cfg.session_only_factor)
         score = score + scorer.w_session * saturated * factor
     return score
 
 
-def _priors(view: ArrayView, cand: Any, cfg: RecallConfig, scorer: FastScorer) -> Any:
+def _priors(view: ArrayView, cand: Any, scorer: FastScorer) -> Any:
     np = _np()
     names = sorted(view.type_codes, key=view.type_codes.__getitem__)
     bonus = np.array([scorer.type_bonus.get(name, 0.0) for name in names] or [0.0])
@@ -303,6 +376,7 @@ def _walk(
     np = _np()
     block = min(len(cand), max(2 * k, k + 16))
     while True:
+        cut = -math.inf
         if block < len(cand):
             cut = np.partition(key, len(key) - block)[len(key) - block]
             chosen = np.flatnonzero(key >= cut - _EPSILON)

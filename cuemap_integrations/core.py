@@ -729,16 +729,20 @@ class CueMap:
 
             read = plan_query(query, index, self.aliases, extra_cues=extra_cues)  # read once
 
-            def ranked(extra: Sequence[Carried], k: int = k) -> tuple[list[Hit], RecallTrace]:
+            def ranked(
+                extra: Sequence[Carried], k: int = k, explain: bool = True
+            ) -> tuple[list[Hit], RecallTrace]:
                 plan = with_carried(read, [*carried, *extra], self.aliases)
                 return rank(
                     index, self._records, counts, plan, self.config,
                     k=k, filters=filters, now=now, min_score=min_score, exclude=exclude,
-                    prune=self.config.prune,
+                    prune=self.config.prune, explain=explain,
                 )  # fmt: skip
 
             depth = self.config.feedback_hits
-            hits, trace = ranked((), max(k, depth))  # the first pass never depends on k
+            # the first pass never depends on k; with feedback, only its hits' ids and scores
+            # are used (a second pass replaces them), so they need no breakdown
+            hits, trace = ranked((), max(k, depth), explain=not depth)
             if depth and hits:
                 hits, trace = ranked(self._feedback(namespace, trace, hits))
             hits = hits[:k]

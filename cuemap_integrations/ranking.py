@@ -277,13 +277,15 @@ def rank(
     min_score: float | None = None,
     exclude: frozenset[str] = frozenset(),
     prune: bool = True,
+    explain: bool = True,
 ) -> tuple[list[Hit], RecallTrace]:
     """Score every candidate memory and return the top ``k`` hits with the query trace.
 
     Candidates are the union over all cue, tag and term postings of the query (wide); the ranking
     then puts memories that matched a cue or the text ahead of tag-only matches (strict). With
     ``prune`` (the default), candidates that provably cannot reach the top ``k`` are skipped
-    (:mod:`.topk`); the hits are the same as without it.
+    (:mod:`.topk`); the hits are the same as without it. ``explain=False`` leaves the hits'
+    breakdowns empty, for a pass whose hits only feed the next pass (pseudo-relevance feedback).
     """
 
     def admitted(seq: int) -> bool:
@@ -307,11 +309,17 @@ def rank(
             tag_only = seq not in sig.cue and seq not in sig.session and seq not in sig.content
             rows.append((tag_only, -score, seq))
     top = _top_admitted(rows, k, admitted)
+    if not explain:
+        bare = [Hit(records[seq], score, _UNEXPLAINED) for seq, score in top]
+        return bare, _trace(plan, len(rows), bare)
     hits = [
         _hit(seq, score, records[seq], sig, index, plan, cfg, now, access(seq))
         for seq, score in top
     ]
     return hits, _trace(plan, len(rows), hits)
+
+
+_UNEXPLAINED = ScoreBreakdown(contributions=())
 
 
 def _top_admitted(

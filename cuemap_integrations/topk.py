@@ -103,10 +103,14 @@ class _TermGain:
             values[seq] = get(seq, 0.0) + idf * (tf * (k1 + 1.0) / (tf + norm))
 
 
-def _union_size(postings: tuple[Mapping[int, object], ...]) -> int:
-    if len(postings) == 1:
-        return len(postings[0])
-    return len(set().union(*postings))
+def _union_size(index: NamespaceIndex, keys: tuple[tuple[str, str], ...]) -> int:
+    """How many memories carry at least one of these keys (a concept's document frequency)."""
+    if len(keys) == 1:
+        kind, key = keys[0]
+        return len(index.postings(kind)[key])
+    if index.view is not None:  # a large namespace: count in the array mirror
+        return len(index.view.union(keys)[0])
+    return len(set().union(*(index.postings(kind)[key] for kind, key in keys)))
 
 
 def _concept_lists(index: NamespaceIndex, plan: QueryPlan, cfg: RecallConfig) -> list[_List]:
@@ -116,14 +120,14 @@ def _concept_lists(index: NamespaceIndex, plan: QueryPlan, cfg: RecallConfig) ->
         keys = tuple(("cue", m) for m in members if m in index.cues)
         if keys:
             postings = tuple(index.cues[m] for _, m in keys)
-            idf = bm25_idf(n, _union_size(postings))
+            idf = bm25_idf(n, _union_size(index, keys))
             out.append(_List("cue", w["cue"] * idf, postings, _Gain(idf), keys))
     most = max(cfg.carry_min_df, int(cfg.carry_max_share * n))
     for concept in plan.expanded_concepts:
         keys = tuple((kind, m) for kind in ("cue", "tag") for m in concept.members
                      if m in index.postings(kind))  # fmt: skip
         postings = tuple(index.postings(kind)[m] for kind, m in keys)
-        df = _union_size(postings) if postings else 0
+        df = _union_size(index, keys) if keys else 0
         if 0 < df <= most:  # a carried cue too common to tell memories apart is not carried
             gain = concept.weight * bm25_idf(n, df)
             only = next(iter(concept.sources)) if len(concept.sources) == 1 else None

@@ -30,6 +30,12 @@ def by_arrays(cm: CueMap, query: str, k: int, **filters: object) -> list[tuple[s
         return ranked(cm, query, k, True, **filters)
 
 
+def assert_same(got: list[tuple[str, float]], expected: list[tuple[str, float]]) -> None:
+    """Same memories in the same order; scores equal up to summation-order rounding."""
+    assert [i for i, _ in got] == [i for i, _ in expected]
+    assert all(abs(a - b) <= 2e-9 for (_, a), (_, b) in zip(got, expected, strict=True))
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     seed=st.integers(0, 10_000),
@@ -43,7 +49,7 @@ def test_array_ranking_equals_exhaustive(seed, query, k, types, since_day) -> No
     text = " ".join(query)
     since = None if since_day is None else T0.replace(day=since_day)
     expected = ranked(cm, text, k, False, types=types, since=since)
-    assert by_arrays(cm, text, k, types=types, since=since) == expected
+    assert_same(by_arrays(cm, text, k, types=types, since=since), expected)
 
 
 def test_min_score_never_lets_a_dropped_hit_hold_a_place() -> None:
@@ -72,7 +78,7 @@ def test_the_mirror_follows_adds_updates_deletes_and_context() -> None:
         assert index.view is not None and index.view.errors() == []
         assert cm.check() == []
     for query in ("order cache redis caroline", "turn about order", "painting"):
-        assert by_arrays(cm, query, 6) == ranked(cm, query, 6, False)
+        assert_same(by_arrays(cm, query, 6), ranked(cm, query, 6, False))
 
 
 def test_sessions_rank_the_same_through_arrays() -> None:
@@ -107,3 +113,27 @@ def test_check_reports_a_mirror_out_of_step() -> None:
     seq = next(iter(cm._indexes["default"].terms["order"]))
     view.lists[("term", "order")].drop(view.slot_of[seq])
     assert any("array postings of term 'order'" in problem for problem in cm.check())
+
+
+def test_long_lists_are_read_only_for_the_short_lists_candidates() -> None:
+    # "caroline" and "order" reach most memories; the counter words reach a handful: MaxScore
+    # must narrow to those, and the narrowed ranking must still be the exhaustive one.
+    cm = CueMap(config={"dedupe": False})
+    cm.add_many(
+        {"content": f"caroline order {'cache' if i % 3 else 'redis'} note{i % 200}",
+         "memory_id": f"m{i}", "type": TYPES[i % len(TYPES)]}
+        for i in range(3000)
+    )  # fmt: skip
+    narrowed: list[bool] = []
+    real = arrays._narrowed
+
+    def spy(*args: object) -> object:
+        result = real(*args)  # type: ignore[arg-type]
+        narrowed.append(result is not None)
+        return result
+
+    with mock.patch.object(arrays, "_narrowed", spy):
+        for query in ("caroline order note17", "note5 note6 cache", "caroline order"):
+            assert_same(by_arrays(cm, query, 5), ranked(cm, query, 5, False))
+    assert narrowed[0] and narrowed[1]  # the rare counter words decide
+    assert not narrowed[-1]  # only common words: every memory they reach is scored
