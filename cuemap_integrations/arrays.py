@@ -103,6 +103,7 @@ class ArrayView:
         self.type_code = np.zeros(capacity, dtype=np.int32)
         self.size = 0
         self.lists: dict[tuple[str, str], _Growable] = {}
+        self._position = np.full(capacity, -1, dtype=np.int64)
         for seq, doc in index.docs.items():
             self.set_doc(seq, doc)
 
@@ -149,15 +150,27 @@ class ArrayView:
             mirrored = self.lists[(kind, key)] = _Growable(slots, values)
         return mirrored.arrays()
 
+    def positions(self, slots: Any) -> Any:
+        """A slot -> position map (-1 elsewhere) for these sorted, unique slots; the caller
+        sets it back to -1 at ``slots`` when done (it is reused, so never costs O(size))."""
+        np = _np()
+        if len(self._position) < self.size:
+            self._position = np.full(2 * self.size, -1, dtype=np.int64)
+        self._position[slots] = np.arange(len(slots))
+        return self._position
+
     def union(self, keys: Sequence[tuple[str, str]]) -> tuple[Any, Any]:
         """``(slots, values)`` of one list, or of several (a concept) with each memory once
         (then ``values`` is None: a concept's gain does not depend on which member matched)."""
         if len(keys) == 1:
             return self.postings(*keys[0])
         np = _np()
+        lists = [self.postings(kind, key)[0] for kind, key in keys]
+        if sum(map(len, lists)) * 16 < self.size:  # short: sorting them beats a pass over size
+            return np.unique(np.concatenate(lists)), None
         seen = np.zeros(self.size, dtype=bool)
-        for kind, key in keys:
-            seen[self.postings(kind, key)[0]] = True
+        for slots in lists:
+            seen[slots] = True
         return np.flatnonzero(seen), None
 
     def errors(self) -> list[str]:
@@ -309,18 +322,22 @@ def _narrowed(
         long = [e for e in entries if len(e.slots) > limit]
         if not short or not long:
             continue
-        parts = [(e.lst.signal, e.slots, e.gains(view, e.slots, e.values)) for e in short]
-        partial = _Sums(parts, view.size, cfg)
-        cand = np.flatnonzero(partial.code)
-        lower = _scores(view, partial, cand, cand, cfg, scorer)  # more evidence only adds
-        sure = ~partial.tag_only(cand)
-        theta = _kth(view, cand[sure], lower[sure], k, admitted)
-        if sum(e.lst.bound for e in long) + prior_max >= theta - _EPSILON:
-            continue
-        position = np.full(view.size, -1, dtype=np.int64)
-        position[cand] = np.arange(len(cand))
-        parts = [(e.lst.signal, *e.restricted(view, position)) for e in entries]
-        return cand, _Sums(parts, len(cand), cfg), np.arange(len(cand))
+        # sparse from here on: nothing below costs in proportion to the namespace's size
+        cand = np.unique(np.concatenate([e.slots for e in short]))
+        position = view.positions(cand)
+        try:
+            parts = [(e.lst.signal, *e.restricted(view, position)) for e in short]
+            at = np.arange(len(cand))
+            partial = _Sums(parts, len(cand), cfg)
+            lower = _scores(view, partial, cand, at, cfg, scorer)  # more evidence only adds
+            sure = ~partial.tag_only(at)
+            theta = _kth(view, cand[sure], lower[sure], k, admitted)
+            if sum(e.lst.bound for e in long) + prior_max >= theta - _EPSILON:
+                continue
+            parts += [(e.lst.signal, *e.restricted(view, position)) for e in long]
+            return cand, _Sums(parts, len(cand), cfg), at
+        finally:
+            position[cand] = -1  # the scratch map is all -1 between queries
     return None
 
 
