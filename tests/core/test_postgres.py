@@ -287,3 +287,28 @@ def test_psycopg_is_imported_only_for_a_postgresql_url() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert "pip install 'cuemap-integrations[postgres]'" in out
+
+
+def test_cuemap_check_command_on_postgresql(pg_url: str, capsys) -> None:
+    from cuemap_integrations.cli import main
+
+    assert main(["--db", pg_url, "add", "The API uses port 8001", "--id", "port"]) == 0
+    assert main(["--db", pg_url, "check"]) == 0
+    with CueMap(pg_url) as cm:
+        cm._store._conn.execute(  # type: ignore[attr-defined]  # behind the store's back
+            "INSERT INTO links (namespace, from_id, to_id, kind, created_at) "
+            "VALUES ('default', 'port', 'ghost', 'conflict', now())"
+        )
+    capsys.readouterr()
+    assert main(["--db", pg_url, "check"]) == 1
+    assert "ghost" in capsys.readouterr().out
+
+
+def test_a_session_object_held_across_turns_sees_the_other_instances_turns(pair) -> None:
+    a, b = pair  # e.g. an adapter on A keeps its session object between requests
+    load(a, [*ORDER_TIMEOUT_EN, ("login-fix", "Fixed the flaky login test by pinning it", "fact")])
+    held = a.session("chat-5")
+    held.recall("which port does the API use?", k=1)
+    b.session("chat-5").recall("why were orders timing out?", k=1)
+    assert held.recall("how did we fix it?", k=1).memory_ids == ["fix"]  # B's turn carried
+    assert b.session("chat-5").turn == 3 and held.turn == 3
