@@ -115,7 +115,8 @@ class CueMap:
             ``postgresql://`` URL (extra ``[postgres]``) shared by several instances.
         config: a :class:`RecallConfig`, a dict of its options, or None for the defaults.
         clock: returns "now" as an aware datetime (tests and replays pass a fixed clock).
-        durable: fsync every commit (see :class:`SQLiteStore`).
+        durable: fsync every commit (see :class:`~.store.SQLiteStore`; a PostgreSQL server's
+            durability is its own configuration).
         hybrid: attach the dense fallback (:class:`~cuemap_integrations.hybrid.HybridRecall`,
             extra ``[hybrid]``); a mapping is passed to it as keyword arguments.
         redaction: the secrets policy applied to every write (content, cues, tags, metadata);

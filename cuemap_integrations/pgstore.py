@@ -8,7 +8,9 @@ in-memory index in step (:class:`~cuemap_integrations.store.SharedStore`):
   cue or tag, in order, btree on ``(namespace, cue)`` / ``(namespace, tag)``: the only copy of a
   memory's cues, so they cannot disagree with another), ``links``, ``sessions`` (state as jsonb),
   ``changes`` (``seq BIGSERIAL, namespace, memory_id, op``), ``cuemap_schema`` (the version).
-* Every write of a memory or link appends to ``changes`` in the same transaction.
+* Every write of a memory or link records it in ``changes`` in the same transaction, replacing
+  that memory's previous entry: the log holds one entry per memory ever written, not per write
+  (readers reload the memory's current row and links, so older entries would add nothing).
 * **No gaps.** A ``BIGSERIAL`` hands out numbers at insert time but transactions may commit in
   another order, so a reader that saw seq 12 could miss 11 committing a moment later. Each
   transaction that writes the change log first takes a transaction-level advisory lock (one per
@@ -285,10 +287,20 @@ class PostgresStore:
         return None if row is None else row[0]
 
     def _log(self, entries: Sequence[tuple[str, str, str]]) -> None:
-        """Append ``(namespace, memory_id, op)`` to the change log, in the caller's transaction."""
+        """Record ``(namespace, memory_id, op)`` in the change log, in the caller's transaction.
+
+        A memory keeps only its latest entry: a reader applies an entry by reloading the memory's
+        current row and links, so an older entry adds nothing, and the log stays as long as the
+        number of memories ever written instead of growing with every write."""
         if not self._tx_locked:  # seqs drawn and committed in lock order: readers see no gaps
             self._run("SELECT pg_advisory_xact_lock(%s, %s)", self._key(_WRITE_LOCK))
             self._tx_locked = True
+        latest = {(ns, mid): op for ns, mid, op in entries}
+        entries = [(ns, mid, op) for (ns, mid), op in latest.items()]
+        self._many(
+            "DELETE FROM changes WHERE namespace = %s AND memory_id = %s",
+            [(namespace, memory_id) for namespace, memory_id, _ in entries],
+        )
         self._many("INSERT INTO changes (namespace, memory_id, op) VALUES (%s, %s, %s)", entries)
 
     # ----------------------------------------------------------------- memories

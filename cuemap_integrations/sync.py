@@ -1,7 +1,8 @@
 """Keeping one instance's in-memory index in step with a store other instances write to.
 
-Every write to a shared store (PostgreSQL) appends ``(seq, namespace, memory_id, op)`` to its
-change log in the same transaction, and change seqs become visible in increasing order (see
+Every write to a shared store (PostgreSQL) records ``(seq, namespace, memory_id, op)`` in its
+change log in the same transaction (one entry per memory: its latest change), and change seqs
+become visible in increasing order (see
 :mod:`~cuemap_integrations.pgstore`). An instance remembers the last seq it applied and, when a
 sync is due, reads the newer entries, reloads the rows they name and re-indexes them:
 
@@ -56,7 +57,7 @@ class RemoteChanges(NamedTuple):
     """What other instances changed since the last sync."""
 
     rows: dict[Key, tuple[int, MemoryRecord] | None]  # None: the memory is gone
-    relinked: tuple[Key, ...]  # memories whose links changed
+    relinked: tuple[Key, ...]  # memories whose links are replaced by ``links``
     links: tuple[Link, ...]  # their current links
 
 
@@ -85,12 +86,13 @@ class ChangeFeed:
         entries = self.store.changes_since(self.applied)
         if not entries:
             return None
+        # the op is not needed: the store keeps one entry per memory (its latest), so whatever
+        # happened to it, its current row and links are what to apply
         keys = list(dict.fromkeys((ns, mid) for _, ns, mid, _ in entries))
-        relinked = tuple(dict.fromkeys((ns, mid) for _, ns, mid, op in entries if op == "link"))
         found = {(r.namespace, r.memory_id): (seq, r) for seq, r in self.store.load_memories(keys)}
-        links = tuple(self.store.load_links_of(relinked)) if relinked else ()
+        links = tuple(self.store.load_links_of(keys))
         self.applied = entries[-1][0]
-        return RemoteChanges({key: found.get(key) for key in keys}, relinked, links)
+        return RemoteChanges({key: found.get(key) for key in keys}, tuple(keys), links)
 
     def skip_own(self) -> None:
         """After this instance's own write, made under the writer lock right after a sync:

@@ -312,3 +312,19 @@ def test_a_session_object_held_across_turns_sees_the_other_instances_turns(pair)
     b.session("chat-5").recall("why were orders timing out?", k=1)
     assert held.recall("how did we fix it?", k=1).memory_ids == ["fix"]  # B's turn carried
     assert b.session("chat-5").turn == 3 and held.turn == 3
+
+
+def test_the_change_log_keeps_one_entry_per_memory_and_a_lagging_instance_catches_up(pair) -> None:
+    a, b = pair
+    b.recall("warm")  # B's last sync is now; it reads nothing until the end
+    a.add("The orders API uses POST", type="fact", memory_id="post")
+    for n in range(5):
+        a.update("post", content=f"The orders API uses POST version {n}")
+    a.add("The orders API uses GET", type="fact", memory_id="get")  # a conflict link to "post"
+    a.add("Short lived note", memory_id="gone")
+    a.delete("gone")
+    entries = b._store.changes_since(0)  # type: ignore[attr-defined]
+    assert sorted(mid for _, _, mid, _ in entries) == ["get", "gone", "post"]
+    hits = b.recall("orders api version 4", k=2)
+    assert hits[0].memory.content.endswith("version 4") and hits[0].conflicts == ("get",)
+    assert "gone" not in b and b.check() == []
