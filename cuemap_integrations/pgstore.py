@@ -185,23 +185,41 @@ class PostgresStore:
     backend = "postgresql"
 
     def __init__(self, url: str, *, connect_timeout: int = 10) -> None:
-        pg = _psycopg()
-        self._errors: tuple[type[BaseException], ...] = (pg.Error, UnicodeError)
+        self._errors: tuple[type[BaseException], ...] = (_psycopg().Error, UnicodeError)
         self.path = safe_url(url)
+        self._connect_args = (url, connect_timeout)  # kept to reconnect; never shown
         self._lock = threading.RLock()
         self._depth = 0
         self._tx_locked = False  # this transaction holds the change-log lock
         self._writing = False  # this connection holds the writer lock
+        self._closed = False
         try:
-            self._conn: psycopg.Connection[Any] = pg.connect(
-                url, autocommit=True, connect_timeout=connect_timeout
-            )
-            self._conn.execute("SET TIME ZONE 'UTC'")
+            self._conn = self._connect()
             row = self._conn.execute("SELECT hashtext(coalesce(current_schema(), ''))").fetchone()
             self._schema_key = int(row[0]) if row else 0
             self._migrate()
         except self._errors as exc:
             raise StoreError(f"cannot open PostgreSQL store {self.path!r}: {exc}") from None
+
+    def _connect(self) -> psycopg.Connection[Any]:
+        url, timeout = self._connect_args
+        conn: psycopg.Connection[Any] = _psycopg().connect(
+            url, autocommit=True, connect_timeout=timeout
+        )
+        conn.execute("SET TIME ZONE 'UTC'")
+        return conn
+
+    def _revive(self) -> bool:
+        """Reconnect if the server dropped the connection (a restart, a failover, an idle
+        timeout) while no transaction or writer lock was open on it; the server has rolled back
+        whatever a broken transaction did. Returns whether a new connection is in place."""
+        if self._closed or self._depth or self._writing or not self._conn.broken:
+            return False
+        try:
+            self._conn = self._connect()
+        except self._errors:
+            return False
+        return True
 
     # ----------------------------------------------------------------- schema
     def _migrate(self) -> None:
@@ -237,6 +255,7 @@ class PostgresStore:
     def atomic(self) -> Iterator[None]:
         """A transaction; nested calls become savepoints. Rolls back on any exception."""
         with self._lock:
+            self._revive()
             self._depth += 1
             try:
                 with self._conn.transaction():
@@ -272,6 +291,8 @@ class PostgresStore:
         try:
             return self._conn.execute(sql, params)
         except self._errors as exc:
+            if self._revive():  # outside a transaction: a statement on its own, safe to retry
+                return self._run(sql, params)
             raise StoreError(f"PostgreSQL store {self.path!r}: {exc}") from None
 
     def _many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
@@ -525,6 +546,7 @@ class PostgresStore:
     def close(self) -> None:
         """Close the connection (idempotent)."""
         with self._lock:
+            self._closed = True
             self._conn.close()
 
     def __enter__(self) -> PostgresStore:

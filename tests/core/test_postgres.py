@@ -345,3 +345,17 @@ def test_an_unreachable_server_skips_loudly_or_fails_when_required(required: boo
     else:
         assert done.returncode == 0 and "1 passed, 1 skipped" in done.stdout
         assert "POSTGRESQL BACKEND NOT TESTED" in done.stdout
+
+
+def test_an_instance_reconnects_after_the_server_drops_its_connection(pair, pg_server) -> None:
+    import psycopg
+
+    a, b = pair
+    a.add("The API uses port 8001", memory_id="port")
+    with psycopg.connect(pg_server, autocommit=True) as admin:
+        for cm in (a, b):  # as a server restart or an idle-timeout would
+            pid = cm._store._conn.info.backend_pid  # type: ignore[attr-defined]
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    a.add("Never change the DB schema without a backup", memory_id="schema")
+    assert ids(b, "schema backup") == ["schema"] and ids(b, "port 8001") == ["port"]
+    assert a.check() == [] and b.check() == []
