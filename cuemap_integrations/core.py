@@ -155,7 +155,11 @@ class CueMap:
         self.redaction = redaction
         self._lock = threading.RLock()
         self._store: Store = open_store(path, durable=durable)
-        self._sessions = open_sessions(sessions, self._store)
+        try:
+            self._sessions = open_sessions(sessions, self._store)
+        except BaseException:  # a bad spec or an unreachable Redis: leave no connection open
+            self._store.close()
+            raise
         shared = self._store if isinstance(self._store, SharedStore) else None
         self._feed = None if shared is None else ChangeFeed(shared, sync, sync_interval)
         self._late: list[WriteEvent] = []  # synced inside a write, not yet told to listeners

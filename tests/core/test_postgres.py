@@ -359,3 +359,14 @@ def test_an_instance_reconnects_after_the_server_drops_its_connection(pair, pg_s
     a.add("Never change the DB schema without a backup", memory_id="schema")
     assert ids(b, "schema backup") == ["schema"] and ids(b, "port 8001") == ["port"]
     assert a.check() == [] and b.check() == []
+
+
+def test_a_refused_session_backend_closes_the_store(pg_url, monkeypatch) -> None:
+    closed: list[str] = []
+    from cuemap_integrations.pgstore import PostgresStore
+
+    original = PostgresStore.close
+    monkeypatch.setattr(PostgresStore, "close", lambda self: closed.append("x") or original(self))
+    with pytest.raises(ValidationError):
+        CueMap(pg_url, sessions="mysql://nope")
+    assert closed == ["x"]
