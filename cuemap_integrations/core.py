@@ -18,7 +18,8 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Literal
@@ -42,7 +43,9 @@ from .records import (
 )
 from .redact import DEFAULT_POLICY, MappingRedaction, RedactionPolicy, redact, redact_mapping
 from .results import ConflictNote, Hit, NoteKind, RecallResult, RecallTrace
-from .store import SQLiteStore
+from .sessions import open_sessions
+from .store import SessionStore, SharedStore, Store, open_store
+from .sync import ChangeFeed, RemoteChanges, SyncMode, check_sync
 from .text import content_terms, derive_cues, normalize, stem, words
 
 if TYPE_CHECKING:
@@ -108,15 +111,22 @@ class CueMap:
     """A deterministic, explainable memory store with cue-based recall.
 
     Args:
-        path: ``":memory:"`` (default) or a SQLite file path, created owner-only if missing.
+        path: ``":memory:"`` (default), a SQLite file path (created owner-only if missing), or a
+            ``postgresql://`` URL (extra ``[postgres]``) shared by several instances.
         config: a :class:`RecallConfig`, a dict of its options, or None for the defaults.
         clock: returns "now" as an aware datetime (tests and replays pass a fixed clock).
-        durable: fsync every commit (see :class:`SQLiteStore`).
+        durable: fsync every commit (see :class:`~.store.SQLiteStore`; a PostgreSQL server's
+            durability is its own configuration).
         hybrid: attach the dense fallback (:class:`~cuemap_integrations.hybrid.HybridRecall`,
             extra ``[hybrid]``); a mapping is passed to it as keyword arguments.
         redaction: the secrets policy applied to every write (content, cues, tags, metadata);
             ``None`` turns it off. Default: API keys, tokens, passwords, private keys and
             credentials in connection strings are replaced by ``[REDACTED:<class>]``.
+        sync: on a shared (PostgreSQL) store, when to apply other instances' writes:
+            ``"each_recall"`` (default) or ``"interval"`` (see :mod:`.sync` for the bounds).
+        sync_interval: seconds between syncs in ``"interval"`` mode.
+        sessions: where recall sessions keep their state: ``None`` (the store), a
+            ``redis://`` URL (extra ``[redis]``) or a :class:`~.store.SessionStore`.
 
     Raises:
         StoreError: the store cannot be opened.
@@ -132,7 +142,11 @@ class CueMap:
         durable: bool = True,
         redaction: RedactionPolicy | None = DEFAULT_POLICY,
         hybrid: bool | Mapping[str, Any] = False,
+        sync: SyncMode = "each_recall",
+        sync_interval: float = 1.0,
+        sessions: str | SessionStore | None = None,
     ) -> None:
+        check_sync(sync, sync_interval)
         self.config = (
             config if isinstance(config, RecallConfig) else RecallConfig.from_dict(config or {})
         )
@@ -140,7 +154,15 @@ class CueMap:
         self._clock = clock
         self.redaction = redaction
         self._lock = threading.RLock()
-        self._store = SQLiteStore(path, durable=durable)
+        self._store: Store = open_store(path, durable=durable)
+        try:
+            self._sessions = open_sessions(sessions, self._store)
+        except BaseException:  # a bad spec or an unreachable Redis: leave no connection open
+            self._store.close()
+            raise
+        shared = self._store if isinstance(self._store, SharedStore) else None
+        self._feed = None if shared is None else ChangeFeed(shared, sync, sync_interval)
+        self._late: list[WriteEvent] = []  # synced inside a write, not yet told to listeners
         self._records: dict[int, MemoryRecord] = {}
         self._seq_of: dict[tuple[str, str], int] = {}
         self._indexes: dict[str, NamespaceIndex] = {}
@@ -181,6 +203,8 @@ class CueMap:
         with self._lock:
             if self._store is not None:
                 self._flush_access()
+                if self._sessions is not self._store:
+                    self._sessions.close()
                 self._store.close()
 
     def backup(self, target: str | os.PathLike[str]) -> None:
@@ -389,7 +413,8 @@ class CueMap:
         :class:`MemoryRecord` (stored as given, e.g. from an export).
         """
         policy = self.redaction if redaction == "default" else redaction
-        with self._lock:
+        self._sync_if_due(always=True)
+        with self._lock, self._writing():
             now = self.now()
             prepared = [
                 (_redacted(r, policy, i), given)
@@ -483,6 +508,7 @@ class CueMap:
         Raises:
             NotFoundError: no such memory in the namespace.
         """
+        self._sync_if_due()
         with self._lock:
             seq = self._seq(memory_id, namespace)
             return self._current(seq)
@@ -513,7 +539,8 @@ class CueMap:
         for key in changes:
             if key not in _UPDATABLE:
                 raise ValidationError("update field", key, f"choose from {', '.join(_UPDATABLE)}")
-        with self._lock:
+        self._sync_if_due(always=True)
+        with self._lock, self._writing():
             seq = self._seq(memory_id, namespace)
             old = self._current(seq)
             record = _redacted(self._evolved(old, changes), self.redaction, 0)
@@ -542,7 +569,8 @@ class CueMap:
         Raises:
             NotFoundError: no such memory in the namespace.
         """
-        with self._lock:
+        self._sync_if_due(always=True)
+        with self._lock, self._writing():
             removed = self._remove([self._seq(memory_id, namespace)])
         notify(self._listeners, WriteEvent(removed=tuple(removed)))
         return removed[0]
@@ -588,11 +616,12 @@ class CueMap:
             )
         if isinstance(memory_ids, str):
             memory_ids = [memory_ids]
-        with self._lock:
+        self._sync_if_due(always=True)
+        with self._lock, self._writing():
             seqs = self._select(namespace, memory_ids, filters)
             removed = self._remove(seqs)
             if everything and memory_ids is None and filters == Filters():
-                self._store.delete_namespace_sessions(namespace)
+                self._sessions.delete_namespace_sessions(namespace)
         notify(self._listeners, WriteEvent(removed=tuple(removed)))
         return removed
 
@@ -648,6 +677,7 @@ class CueMap:
 
     def memories(self, *, namespace: str | None = None) -> list[MemoryRecord]:
         """Every stored memory (of one namespace, or all), in insertion order."""
+        self._sync_if_due()
         with self._lock:
             return [
                 self._current(seq)
@@ -721,6 +751,7 @@ class CueMap:
     ) -> RecallResult:
         _check_recall_args(query, k, min_score, extra_cues)
         namespace = validate_namespace(namespace)
+        self._sync_if_due()
         with self._lock:
             index = self._indexes.get(namespace) or NamespaceIndex()
             now = self.now()
@@ -853,8 +884,9 @@ class CueMap:
         tables, and that no supersession or conflict link points at a missing memory. An
         extension with a ``check()`` method (the dense index) adds its own findings.
         """
-        with self._lock:
-            problems = [f"sqlite: {p}" for p in self._store.integrity_errors()]
+        self._sync_if_due(always=True)
+        with self._lock, self._writing():  # a shared store holds still while it is compared
+            problems = [f"{self._store.backend}: {p}" for p in self._store.integrity_errors()]
             rebuilt = CueMap(config=self.config, clock=self._clock, redaction=None)
             with rebuilt:
                 for seq, record in self._store.load():
@@ -898,6 +930,7 @@ class CueMap:
 
     def stats(self) -> StoreStats:
         """Counts per namespace and type, index sizes, sessions."""
+        self._sync_if_due()
         with self._lock:
             namespaces: dict[str, int] = {}
             types: dict[str, int] = {}
@@ -912,21 +945,80 @@ class CueMap:
                 types=dict(sorted(types.items())),
                 distinct_cues=sum(len(ix.cues) for ix in self._indexes.values()),
                 distinct_terms=sum(len(ix.terms) for ix in self._indexes.values()),
-                sessions=self._store.count_sessions(),
+                sessions=self._sessions.count_sessions(),
             )
 
-    # session state lives in the store so a session survives a restart
+    # session state lives in the store (or Redis), so a session survives a restart and can move
+    # to another instance
     def _load_session(self, namespace: str, session_id: str) -> dict[str, JSONValue] | None:
         with self._lock:
-            return self._store.get_session(namespace, session_id)
+            return self._sessions.get_session(namespace, session_id)
 
     def _save_session(self, namespace: str, session_id: str, state: dict[str, JSONValue]) -> None:
         with self._lock:
-            self._store.put_session(namespace, session_id, state, self.now())
+            self._sessions.put_session(namespace, session_id, state, self.now())
 
     def _drop_session(self, namespace: str, session_id: str) -> None:
         with self._lock:
-            self._store.delete_session(namespace, session_id)
+            self._sessions.delete_session(namespace, session_id)
+
+    # ----------------------------------------------------------------- shared stores
+    # (PostgreSQL: several instances write one store; see sync.py for modes and bounds)
+    def sync(self) -> int:
+        """Apply every write other instances committed since the last sync; return how many
+        memories changed (always 0 on SQLite). Recalls call it as ``sync=`` says."""
+        with self._lock:
+            events, self._late = [*self._late, self._pull()], []
+        for event in events:
+            notify(self._listeners, event)
+        return sum(len(e.added) + len(e.changed) + len(e.removed) for e in events)
+
+    def _sync_if_due(self, *, always: bool = False) -> None:
+        if self._feed is not None and (always or self._feed.due()):
+            self.sync()
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Hold the store's writer lock (shared stores): catch up, plan and commit with no other
+        instance writing in between, so ids, duplicates, keys and conflicts are planned right."""
+        if self._feed is None:
+            yield
+            return
+        with self._feed.store.writer():
+            # usually nothing: the caller synced just before locking; listeners hear of it on
+            # the next sync, outside the lock
+            self._late.append(self._pull())
+            yield
+            self._feed.skip_own()
+
+    def _pull(self) -> WriteEvent:
+        changes = None if self._feed is None else self._feed.read()
+        return WriteEvent() if changes is None else self._apply_remote(changes)
+
+    def _apply_remote(self, changes: RemoteChanges) -> WriteEvent:
+        """Re-index what other instances wrote (idempotent: current rows replace old ones)."""
+        added: list[MemoryRecord] = []
+        changed: list[MemoryRecord] = []
+        removed: list[MemoryRecord] = []
+        touched: list[int] = []
+        for key, row in changes.rows.items():
+            old = self._seq_of.get(key)
+            if old is not None:
+                touched += self._neighbours(old)
+                record = self._unindex(old)
+                if row is None:
+                    removed.append(record)
+                    self._drop_links(*key)
+            if row is not None:
+                self._index(*row)
+                (added if old is None else changed).append(row[1])
+                touched.append(row[0])
+        for key in changes.relinked:
+            self._drop_links(*key)
+        for link in changes.links:
+            self._add_link(*link)
+        self._refresh_context([seq for seq in touched if seq in self._records])
+        return WriteEvent(tuple(added), tuple(changed), tuple(removed))
 
     def _carry(
         self, namespace: str, query_cues: Sequence[str], hits: Sequence[Hit], depth: int

@@ -61,9 +61,17 @@ class RecallSession:
         self.session_id = validate_memory_id(session_id, "session_id")
         self.namespace = validate_namespace(namespace)
         self.skip_shown = skip_shown
-        state = cuemap._load_session(self.namespace, self.session_id) or {}
-        self._turns: list[dict[str, Any]] = list(state.get("turns", []))
-        self._shown: list[str] = list(state.get("shown", []))
+        self._turns: list[dict[str, Any]] = []
+        self._shown: list[str] = []
+        self._turn = 0
+        self._resume()
+
+    def _resume(self) -> None:
+        """Load the stored state. Done before every turn too: another object for this session,
+        possibly in another app instance sharing the store, may have moved the conversation on."""
+        state = self.cuemap._load_session(self.namespace, self.session_id) or {}
+        self._turns = list(state.get("turns", []))
+        self._shown = list(state.get("shown", []))
         self._turn = int(state.get("turn", 0))
 
     @property
@@ -112,6 +120,7 @@ class RecallSession:
 
         Arguments are those of :meth:`CueMap.recall` (the namespace is the session's).
         """
+        self._resume()
         result = self.cuemap._recall(
             query, k=k, namespace=self.namespace, extra_cues=extra_cues, min_score=min_score,
             explain=True, expanded=self._carried(),

@@ -18,15 +18,99 @@ import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from .errors import StoreError
 from .records import JSONValue, MemoryRecord
 
-__all__ = ["MIGRATIONS", "SQLiteStore"]
+__all__ = ["MIGRATIONS", "SQLiteStore", "SessionStore", "SharedStore", "Store", "open_store"]
+
+Link = tuple[str, str, str, str]  # (namespace, from_id, to_id, kind)
+
+
+class SessionStore(Protocol):
+    """Where recall sessions keep their state: the memory store itself, or Redis."""
+
+    def get_session(self, namespace: str, session_id: str) -> dict[str, JSONValue] | None: ...
+
+    def put_session(
+        self, namespace: str, session_id: str, state: dict[str, JSONValue], when: datetime
+    ) -> None: ...
+
+    def delete_session(self, namespace: str, session_id: str) -> None: ...
+
+    def delete_namespace_sessions(self, namespace: str) -> int: ...
+
+    def count_sessions(self) -> int: ...
+
+    def close(self) -> None: ...
+
+
+class Store(SessionStore, Protocol):
+    """What ``CueMap`` needs from persistence; :class:`SQLiteStore` and
+    :class:`~cuemap_integrations.pgstore.PostgresStore` implement it.
+
+    Rows are addressed by ``seq``, a number the store assigns in insertion order and never reuses.
+    """
+
+    path: str
+    backend: str  # "sqlite" or "postgresql": names the store in ``check()`` findings
+
+    @property
+    def schema_version(self) -> int: ...
+
+    def atomic(self) -> AbstractContextManager[None]: ...
+
+    def load(self) -> Iterator[tuple[int, MemoryRecord]]: ...
+
+    def insert_many(self, records: Sequence[MemoryRecord]) -> list[int]: ...
+
+    def replace(self, seq: int, record: MemoryRecord) -> None: ...
+
+    def delete(self, seqs: Sequence[int]) -> None: ...
+
+    def write_access(self, updates: Sequence[tuple[int, int, datetime]]) -> None: ...
+
+    def load_links(self) -> list[Link]: ...
+
+    def insert_links(self, links: Sequence[Link], when: datetime) -> None: ...
+
+    def delete_links(self, namespace: str, memory_id: str) -> None: ...
+
+    def backup(self, target: str | os.PathLike[str]) -> None: ...
+
+    def integrity_errors(self) -> list[str]: ...
+
+
+@runtime_checkable
+class SharedStore(Store, Protocol):
+    """A store several processes write at once; each keeps its index in step by reading the
+    change log (every memory or link write appends ``(seq, namespace, memory_id, op)`` in the
+    same transaction, and change seqs become visible in increasing order)."""
+
+    def last_change(self) -> int: ...
+
+    def changes_since(self, seq: int) -> list[tuple[int, str, str, str]]: ...
+
+    def load_memories(self, keys: Sequence[tuple[str, str]]) -> list[tuple[int, MemoryRecord]]: ...
+
+    def load_links_of(self, keys: Sequence[tuple[str, str]]) -> list[Link]: ...
+
+    def writer(self) -> AbstractContextManager[None]: ...
+
+
+def open_store(location: str | os.PathLike[str], *, durable: bool = True) -> Store:
+    """The store for ``location``: a PostgreSQL URL (``postgresql://...``, extra
+    ``[postgres]``), ``":memory:"`` or a SQLite file path."""
+    if isinstance(location, str) and location.startswith(("postgresql://", "postgres://")):
+        from .pgstore import PostgresStore  # psycopg is optional: imported only for a URL
+
+        return PostgresStore(location)
+    return SQLiteStore(location, durable=durable)
+
 
 # Each entry upgrades the schema from version i to i+1. Append, never edit a released entry.
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
@@ -128,6 +212,8 @@ class SQLiteStore:
     Raises:
         StoreError: the file cannot be opened, is not a database, or has a newer schema.
     """
+
+    backend = "sqlite"
 
     def __init__(self, path: str | os.PathLike[str] = ":memory:", *, durable: bool = True) -> None:
         self.path = str(path)

@@ -62,8 +62,8 @@ def test_context_follows_deletes_and_updates(cm: CueMap) -> None:
     assert winter not in dict(index.docs[seq_of["t3"]].context)
 
 
-def test_context_is_rebuilt_identically_on_reopen(tmp_path: Path) -> None:
-    db, clock = tmp_path / "m.db", FakeClock()
+def test_context_is_rebuilt_identically_on_reopen(location: str | Path) -> None:
+    db, clock = location, FakeClock()
     with CueMap(db, clock=clock) as cm:
         transcript(cm)
         before = [(h.memory_id, h.score) for h in cm.recall("winter hobby pottery", k=4)]

@@ -85,8 +85,8 @@ def test_unrelated_or_other_type_memories_do_not_conflict(cm: CueMap) -> None:
     assert all(not h.conflicts for h in cm.recall("api", k=10))
 
 
-def test_conflict_links_survive_reopen_and_go_with_delete(tmp_path: Path) -> None:
-    db = tmp_path / "m.db"
+def test_conflict_links_survive_reopen_and_go_with_delete(location: str | Path) -> None:
+    db = location
     with CueMap(db) as cm:
         cm.add("The orders API uses POST", type="fact", memory_id="a")
         cm.add("The orders API uses GET", type="fact", memory_id="b")

@@ -43,6 +43,7 @@ def snapshot(cm: CueMap) -> list[dict[str, object]]:
 def test_bad_fields_raise_naming_field_and_value(cm: CueMap, options, field, shown) -> None:
     cm.add("An existing memory", memory_id="keep")
     before = snapshot(cm)
+    options = dict(options)  # the parameter is shared by both backends: never mutate it
     content = options.pop("content")
     with pytest.raises(ValidationError) as info:
         cm.add(content, **options)

@@ -57,8 +57,10 @@ def test_chinese_follow_up_without_cues(zh: CueMap) -> None:
         ("zh", ["订单超时 是什么问题", "后来怎么修的"], "接口用哪个端口", "zh-port"),
     ],
 )  # fmt: skip
-def test_topic_switch_is_not_dragged_back(request, fixture, turns, switch, expected) -> None:
-    cm: CueMap = request.getfixturevalue(fixture)
+def test_topic_switch_is_not_dragged_back(
+    request, cm: CueMap, fixture, turns, switch, expected
+) -> None:
+    assert request.getfixturevalue(fixture) is cm  # `cm` is named so it runs on each backend
     session = cm.session("switch")
     for turn in turns:
         session.recall(turn)
@@ -92,8 +94,8 @@ def test_skip_shown_and_reset(en: CueMap) -> None:
     assert session.recall("which port does the API use?", k=1).memory_ids == ["port"]
 
 
-def test_session_survives_a_restart(tmp_path: Path, clock) -> None:
-    db = tmp_path / "memory.db"
+def test_session_survives_a_restart(location: str | Path, clock) -> None:
+    db = location
     with CueMap(db, clock=clock) as cm:
         load(cm, ORDER_TIMEOUT_ZH)
         cm.session("thread-7").recall("订单超时 是什么问题")

@@ -58,17 +58,17 @@ def test_atomic_rolls_back_nested_savepoints(tmp_path: Path) -> None:
         assert store._conn.execute("SELECT x FROM t").fetchall() == [(2,)]
 
 
-def test_sql_looking_text_is_stored_verbatim(tmp_path: Path) -> None:
+def test_sql_looking_text_is_stored_verbatim(location: str | Path) -> None:
     text = "Robert'); DROP TABLE memories;-- \" OR 1=1"
-    with CueMap(tmp_path / "m.db") as cm:
+    with CueMap(location) as cm:
         cm.add(text, memory_id="x'; --", cues=["'; drop table"])
-    with CueMap(tmp_path / "m.db") as cm:
+    with CueMap(location) as cm:
         assert cm.get("x'; --").content == text
         assert len(cm) == 1
 
 
-def test_reopen_keeps_records_sessions_and_access(tmp_path: Path) -> None:
-    db = tmp_path / "m.db"
+def test_reopen_keeps_records_sessions_and_access(location: str | Path) -> None:
+    db = location
     clock = FakeClock()
     with CueMap(db, clock=clock) as cm:
         load(cm, ORDER_TIMEOUT_EN)
@@ -90,9 +90,10 @@ texts = st.text(
 )
 @given(extra=st.lists(texts.filter(lambda s: s.strip()), max_size=8), deletes=st.integers(0, 3))
 def test_close_and_reopen_gives_identical_rankings(
-    tmp_path: Path, extra: list[str], deletes: int
+    location: str | Path, tmp_path: Path, extra: list[str], deletes: int
 ) -> None:
-    db = tmp_path / f"p{abs(hash((tuple(extra), deletes)))}.db"
+    pg = isinstance(location, str)  # one schema for every example: emptied after each
+    db = location if pg else tmp_path / f"p{abs(hash((tuple(extra), deletes)))}.db"
     clock = FakeClock(T0)
     with CueMap(db, clock=clock, config={"track_access": False}) as cm:
         load(cm, ORDER_TIMEOUT_EN + ORDER_TIMEOUT_ZH)
@@ -103,8 +104,11 @@ def test_close_and_reopen_gives_identical_rankings(
         before = [[(h.memory_id, h.score) for h in cm.recall(q, k=10)] for q in QUERIES + extra]
     with CueMap(db, clock=clock, config={"track_access": False}) as cm:
         after = [[(h.memory_id, h.score) for h in cm.recall(q, k=10)] for q in QUERIES + extra]
+        for namespace in cm.namespaces() if pg else ():
+            cm.forget(namespace=namespace, everything=True)
     assert after == before
-    db.unlink()
+    if not pg:
+        Path(db).unlink()
 
 
 def test_acknowledged_add_survives_sigkill(tmp_path: Path) -> None:
@@ -138,9 +142,10 @@ def test_acknowledged_add_survives_sigkill(tmp_path: Path) -> None:
         assert cm.recall("memory number 120 topic").memory_ids[0] == "m120"
 
 
-def test_backup_copies_an_in_memory_store_owner_only(tmp_path: Path) -> None:
+@pytest.mark.parametrize("source", ["memory", "location"])
+def test_backup_copies_a_store_owner_only(tmp_path: Path, location: str | Path, source) -> None:
     clock = FakeClock()
-    with CueMap(clock=clock) as cm:
+    with CueMap(":memory:" if source == "memory" else location, clock=clock) as cm:
         load(cm, ORDER_TIMEOUT_EN)
         cm.session("s").recall("port 8001")
         before = [(h.memory_id, h.score) for h in cm.recall("order timeout fix", k=5)]
@@ -154,9 +159,8 @@ def test_backup_copies_an_in_memory_store_owner_only(tmp_path: Path) -> None:
         ] == before[:1]
 
 
-def test_check_finds_nothing_on_a_sound_store_and_reports_damage(tmp_path: Path) -> None:
-    db = tmp_path / "m.db"
-    with CueMap(db) as cm:
+def test_check_finds_nothing_on_a_sound_store_and_reports_damage(location: str | Path) -> None:
+    with CueMap(location) as cm:
         load(cm, ORDER_TIMEOUT_EN)
         cm.add("The orders API uses POST", type="fact", memory_id="a")
         cm.add("The orders API uses GET", type="fact", memory_id="b", supersedes="a")
@@ -169,7 +173,8 @@ def test_check_finds_nothing_on_a_sound_store_and_reports_damage(tmp_path: Path)
         assert cm.check() == []
         cm._store._conn.execute("DELETE FROM memories WHERE memory_id = 'port'")  # behind its back
         cm._store._conn.execute(
-            "INSERT INTO links VALUES ('default', 'b', 'ghost', 'conflict', '2026-01-01T00:00:00+00:00')"
+            "INSERT INTO links (namespace, from_id, to_id, kind, created_at) "
+            "VALUES ('default', 'b', 'ghost', 'conflict', '2026-01-01T00:00:00+00:00')"
         )
         problems = cm.check()
     assert any("not stored" in p and "port" in p for p in problems)
