@@ -54,6 +54,18 @@ def usable() -> bool:
     return True
 
 
+def _unique(values: Any) -> Any:
+    """Sorted distinct values (sorting beats ``np.unique``'s hashing on these short arrays)."""
+    np = _np()
+    ordered = np.sort(values)
+    if len(ordered) < 2:
+        return ordered
+    keep = np.empty(len(ordered), dtype=bool)
+    keep[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
+    return ordered[keep]
+
+
 class _Growable:
     """One posting list as parallel arrays ``slots`` / ``values`` with spare capacity."""
 
@@ -167,7 +179,7 @@ class ArrayView:
         np = _np()
         lists = [self.postings(kind, key)[0] for kind, key in keys]
         if sum(map(len, lists)) * 16 < self.size:  # short: sorting them beats a pass over size
-            return np.unique(np.concatenate(lists)), None
+            return _unique(np.concatenate(lists)), None
         seen = np.zeros(self.size, dtype=bool)
         for slots in lists:
             seen[slots] = True
@@ -323,7 +335,7 @@ def _narrowed(
         if not short or not long:
             continue
         # sparse from here on: nothing below costs in proportion to the namespace's size
-        cand = np.unique(np.concatenate([e.slots for e in short]))
+        cand = _unique(np.concatenate([e.slots for e in short]))
         position = view.positions(cand)
         try:
             parts = [(e.lst.signal, *e.restricted(view, position)) for e in short]
