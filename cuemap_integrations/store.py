@@ -150,17 +150,25 @@ class SQLiteStore:
         self._conn.execute("PRAGMA foreign_keys=ON")
 
     def _migrate(self) -> None:
-        version = self.schema_version
+        self._check_version(self.schema_version)
+        if self.schema_version == len(MIGRATIONS):
+            return
+        # Several processes may open a new file at once: read the version again under the write
+        # lock, or the second one would run the migrations a second time.
+        with self.atomic():
+            version = self.schema_version
+            self._check_version(version)
+            for number in range(version, len(MIGRATIONS)):
+                for statement in MIGRATIONS[number]:
+                    self._conn.execute(statement)
+                self._conn.execute(f"PRAGMA user_version={number + 1}")
+
+    def _check_version(self, version: int) -> None:
         if version > len(MIGRATIONS):
             raise StoreError(
                 f"{self.path!r} has schema version {version}; this release reads up to "
                 f"{len(MIGRATIONS)}: upgrade cuemap-integrations"
             )
-        for number in range(version, len(MIGRATIONS)):
-            with self.atomic():
-                for statement in MIGRATIONS[number]:
-                    self._conn.execute(statement)
-                self._conn.execute(f"PRAGMA user_version={number + 1}")
 
     @property
     def schema_version(self) -> int:
