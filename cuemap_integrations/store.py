@@ -220,9 +220,17 @@ class SQLiteStore:
         return seqs
 
     def replace(self, seq: int, record: MemoryRecord) -> None:
-        """Overwrite the row ``seq`` with ``record``."""
+        """Overwrite the row ``seq`` with ``record``.
+
+        Raises:
+            StoreError: the row is gone (another process deleted it; reopen to see its writes).
+        """
         with self.atomic():
-            self._run(_UPDATE, (*record_to_row(record), seq))
+            if self._run(_UPDATE, (*record_to_row(record), seq)).rowcount != 1:
+                raise StoreError(
+                    f"memory {record.memory_id!r} in namespace {record.namespace!r} is no longer "
+                    f"in {self.path!r}: another process deleted it; reopen the store"
+                )
 
     def delete(self, seqs: Sequence[int]) -> None:
         """Delete the rows ``seqs``."""
