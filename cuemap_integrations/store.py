@@ -74,6 +74,11 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
 )
 
+# How long a writer waits for another connection's write lock (SQLite's busy handler sleeps and
+# retries) before the write fails with a StoreError. Every write transaction starts with BEGIN
+# IMMEDIATE, so it waits here instead of failing at once when a read would have to be upgraded.
+BUSY_TIMEOUT_S = 10.0
+
 _COLUMNS = (
     "namespace", "memory_id", "content", "cues", "tags", "type", "source", "created_at",
     "updated_at", "last_accessed", "access_count", "expires_at", "supersedes", "superseded_by",
@@ -136,7 +141,9 @@ class SQLiteStore:
         try:
             if self.path != ":memory:":
                 _create_private_file(Path(self.path))
-            self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self._conn = sqlite3.connect(
+                self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+            )
             self._configure(durable)
             self._migrate()
         except sqlite3.Error as exc:
@@ -146,7 +153,6 @@ class SQLiteStore:
         if self.path != ":memory:":
             self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
-        self._conn.execute("PRAGMA busy_timeout=10000")
         self._conn.execute("PRAGMA foreign_keys=ON")
 
     def _migrate(self) -> None:
@@ -185,7 +191,7 @@ class SQLiteStore:
                 if self._depth == 0
                 else (f"SAVEPOINT {name}", f"RELEASE {name}", f"ROLLBACK TO {name}; RELEASE {name}")
             )
-            self._conn.execute(begin)
+            self._run(begin)
             self._depth += 1
             try:
                 yield
@@ -195,7 +201,7 @@ class SQLiteStore:
                     self._conn.execute(statement)
                 raise
             self._depth -= 1
-            self._conn.execute(commit)
+            self._run(commit)
 
     def _run(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
         try:
