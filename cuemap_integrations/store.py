@@ -1,8 +1,9 @@
 """SQLite persistence: the embedded default store.
 
-Boring on purpose: one connection guarded by one lock (a single writer), WAL journal with
-``synchronous=FULL`` so a memory acknowledged by ``add`` survives a crash of the process (and of
-the machine) right after it returns, ordered migrations recorded in ``PRAGMA user_version``,
+Boring on purpose: one connection guarded by one lock (one writer per process; writers of other
+processes queue on SQLite's write lock, taken up-front with ``BEGIN IMMEDIATE``, for up to
+``BUSY_TIMEOUT_S``), WAL journal with ``synchronous=FULL`` so a memory acknowledged by ``add``
+survives a crash of the process (and of the machine) right after it returns, ordered migrations recorded in ``PRAGMA user_version``,
 parameterised SQL only, JSON for structured columns, never pickle.
 
 Example:
