@@ -38,6 +38,7 @@ from .records import (
     MemoryRecord,
     MemoryType,
     coerce_timestamp,
+    validate_content,
     validate_namespace,
 )
 from .redact import DEFAULT_POLICY, MappingRedaction, RedactionPolicy, redact, redact_mapping
@@ -306,6 +307,7 @@ class CueMap:
             raise ValidationError(
                 "content", content[:40], f"at most {self.config.max_content_chars} characters"
             )
+        content = validate_content(content)  # before hashing it into an id
         namespace = validate_namespace(options.get("namespace", "default"))
         cues = _normalized_list(options.get("cues"), "cues")
         origin: CueOrigin = "given" if cues else "derived"
