@@ -23,17 +23,20 @@ from dataclasses import dataclass, field
 from multiprocessing import get_context
 from typing import Any
 
-from cuemap_integrations import CueMap
+from cuemap_integrations import CueMap, CueMapError
 
 __all__ = [
+    "NASTY",
     "CrashRound",
     "Ledger",
     "WorkerReport",
+    "check_call",
     "crash_child",
     "crash_round",
     "lost_memories",
     "payload",
     "run_mixed",
+    "snapshot",
     "verify",
 ]
 
@@ -255,3 +258,35 @@ def crash_round(
         problems += lost_memories(cm, [expected])
         problems += cm.check()
     return CrashRound(tuple(acknowledged), tuple(problems))
+
+
+# ---------------------------------------------------------------------------- bad input
+NASTY: tuple[str, ...] = (
+    "", " ", "\t\n  ", "\x00", "a\x00b", "\ud800", "ok \udfff tail", "\x01\x02\x1b[31m\x7f",
+    "'); DROP TABLE memories; --", "\" OR 1=1 --", "%s %d {0} {{}}", "\u202eevil", "😀" * 3,
+    "订单超时", "NULL", "\\x00", "line\nbreak", "port 8001",
+)  # fmt: skip
+"""Hostile strings: empty, whitespace, NUL and control characters, lone surrogates, SQL."""
+
+
+def snapshot(cm: CueMap) -> tuple[Any, ...]:
+    """Everything a failed call must leave unchanged: memories (with access data), namespaces,
+    sessions and the result of an integrity check."""
+    stats = cm.stats().as_dict()
+    return ([m.to_dict() for m in cm.memories()], stats, cm.check())
+
+
+def check_call(cm: CueMap, label: str, call: Callable[[], object]) -> list[str]:
+    """Run ``call``; a failure must be a CueMapError and leave the store as it was.
+
+    Returns the problems found, as sentences (an empty list: the call behaved).
+    """
+    before = snapshot(cm)
+    try:
+        call()
+    except CueMapError as exc:
+        after = snapshot(cm)
+        return [] if after == before else [f"{label}: {type(exc).__name__} changed the store"]
+    except Exception as exc:
+        return [f"{label}: untyped {type(exc).__name__}: {exc}"]
+    return []
