@@ -681,7 +681,7 @@ def build_parser() -> argparse.ArgumentParser:
     registers = (_add_parser, _recall_parser, _chat_parser, _io_parsers, _lifecycle_parsers)
     for register in (*registers, _admin_parsers):
         register(subs)
-    add_bench_parser(subs)  # `cuemap bench locomo|scale`; heavy imports happen only when run
+    add_bench_parser(subs)  # `cuemap bench locomo|scale|soak`; heavy imports happen only when run
     return parser
 
 

@@ -9,7 +9,7 @@ from .report import print_report, write_json
 from .systems import BenchError, parse_system_names
 from .tokens import TokenCounter
 
-__all__ = ["run_locomo_command", "run_scale_command"]
+__all__ = ["run_locomo_command", "run_scale_command", "run_soak_command"]
 
 
 def _token_counter(path: str | None) -> TokenCounter:
@@ -59,3 +59,23 @@ def run_scale_command(args: argparse.Namespace) -> int:
     if args.json:
         print(f"wrote {write_json(args.json, report)}", file=sys.stderr)
     return 0
+
+
+def run_soak_command(args: argparse.Namespace) -> int:
+    """Run the soak, print its table, write ``--json``; 0 when nothing was lost or found."""
+    from .soak import SoakOptions, format_soak, run_soak
+
+    options = SoakOptions(
+        seconds=args.seconds,
+        threads=args.threads,
+        processes=args.processes,
+        kills=args.kills,
+        inputs=args.inputs,
+        seed=args.seed,
+        directory=args.dir,
+    )
+    report = run_soak(options)
+    print_report(format_soak(report))
+    if args.json:
+        print(f"wrote {write_json(args.json, report.as_dict())}", file=sys.stderr)
+    return 0 if report.ok else 1

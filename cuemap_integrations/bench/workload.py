@@ -30,9 +30,11 @@ __all__ = [
     "CrashRound",
     "Ledger",
     "WorkerReport",
+    "bad_call",
     "check_call",
     "crash_child",
     "crash_round",
+    "fuzz",
     "lost_memories",
     "payload",
     "run_mixed",
@@ -224,9 +226,11 @@ def crash_child(path: str, prefix: str, seed: int) -> None:
 
 @dataclass(frozen=True)
 class CrashRound:
-    """One kill: how many ids were acknowledged before it, and the problems found on reopen."""
+    """One kill: the ids acknowledged before it, the acknowledged memories missing or changed
+    on reopen (``lost``) and any other problem found (``problems``)."""
 
     acknowledged: tuple[str, ...]
+    lost: tuple[str, ...]
     problems: tuple[str, ...]
 
 
@@ -255,9 +259,9 @@ def crash_round(
     problems = [f"child failed before the kill: {errors.strip()[-300:]}"] if errors else []
     with open_store(path) as cm:
         expected: Ledger = {i: payload(i) for i in acknowledged if i}
-        problems += lost_memories(cm, [expected])
+        lost = lost_memories(cm, [expected])
         problems += cm.check()
-    return CrashRound(tuple(acknowledged), tuple(problems))
+    return CrashRound(tuple(acknowledged), tuple(lost), tuple(problems))
 
 
 # ---------------------------------------------------------------------------- bad input
@@ -290,3 +294,54 @@ def check_call(cm: CueMap, label: str, call: Callable[[], object]) -> list[str]:
     except Exception as exc:
         return [f"{label}: untyped {type(exc).__name__}: {exc}"]
     return []
+
+
+def _nasty_text(rng: random.Random) -> str:
+    """A hostile string: one of :data:`NASTY`, random code points (surrogates included), or
+    text one character either side of a content limit of 2,000."""
+    roll = rng.random()
+    if roll < 0.4:
+        return rng.choice(NASTY)
+    if roll < 0.9:
+        return "".join(chr(rng.randrange(0x110000)) for _ in range(rng.randint(0, 12)))
+    return "x" * rng.randint(1_999, 2_001)
+
+
+def _nasty_value(rng: random.Random) -> Any:
+    choices: list[Callable[[], Any]] = [
+        lambda: _nasty_text(rng),
+        lambda: rng.randint(-(2**70), 2**70),
+        lambda: rng.choice([float("nan"), float("inf"), -0.0, 1e308]),
+        lambda: rng.choice([None, True, [], {}, [None], {"k": float("nan")}]),
+        lambda: [_nasty_text(rng) for _ in range(rng.randint(1, 3))],
+    ]
+    return rng.choice(choices)()
+
+
+def bad_call(cm: CueMap, rng: random.Random) -> tuple[str, Callable[[], object]]:
+    """One public-API call with hostile arguments, as ``(label, call)``."""
+    text, value = _nasty_text(rng), _nasty_value(rng)
+    field_name = rng.choice(["memory_id", "namespace", "cues", "tags", "metadata", "type",
+                             "source", "key", "expires_at", "supersedes"])  # fmt: skip
+    calls: dict[str, Callable[[], object]] = {
+        "add": lambda: cm.add(text),
+        f"add {field_name}": lambda: cm.add("valid text", **{field_name: value}),
+        "add_many": lambda: cm.add_many([{"content": "valid text"}, {"content": value}]),
+        "update": lambda: cm.update("m1", **{rng.choice(["content", "cues", "tags"]): value}),
+        "recall": lambda: cm.recall(text, k=value if isinstance(value, int) else 5),
+        "recall min_score": lambda: cm.recall("port", min_score=value),
+        "session": lambda: cm.session(text).recall("port", k=3),
+        "forget": lambda: cm.forget(value, namespace="default"),
+        "capture": lambda: cm.capture([{"role": "user", "content": value}], session_id="s"),
+    }
+    label = rng.choice(sorted(calls))
+    return label, calls[label]
+
+
+def fuzz(cm: CueMap, rng: random.Random, count: int) -> list[str]:
+    """Try ``count`` hostile calls on ``cm``; return the problems (:func:`check_call`)."""
+    problems: list[str] = []
+    for _ in range(count):
+        label, call = bad_call(cm, rng)
+        problems += check_call(cm, label, call)
+    return problems
