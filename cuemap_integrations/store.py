@@ -222,7 +222,15 @@ class SQLiteStore:
         seqs: list[int] = []
         with self.atomic():
             for record in records:
-                cursor = self._run(_INSERT, record_to_row(record))
+                try:
+                    cursor = self._conn.execute(_INSERT, record_to_row(record))
+                except sqlite3.IntegrityError:  # the in-memory index said the id was free
+                    raise StoreError(
+                        f"memory {record.memory_id!r} in namespace {record.namespace!r} was "
+                        f"stored in {self.path!r} by another process: reopen the store"
+                    ) from None
+                except sqlite3.Error as exc:
+                    raise StoreError(f"SQLite store {self.path!r}: {exc}") from None
                 seqs.append(int(cursor.lastrowid or 0))
         return seqs
 

@@ -139,3 +139,18 @@ def test_other_processes_writes_are_seen_after_reopening(backend: Backend, tmp_p
         assert (NAMESPACE, "from-b") not in a
     with backend.open(url) as again:
         assert again.recall("from-b notes", namespace=NAMESPACE).memory_ids[0] == "from-b"
+
+
+def test_the_same_new_memory_from_two_processes_is_a_clear_store_error(
+    backend: Backend, tmp_path: Path
+) -> None:
+    url = backend.url(tmp_path)
+    with backend.open(url) as a, backend.open(url) as b:
+        first = a.add("The API uses port 8001")
+        with pytest.raises(StoreError, match="by another process: reopen the store"):
+            b.add("The API uses port 8001")  # the same content gives the same id
+        assert len(b) == 0  # b's index is unchanged (b.check() reports a's memory as unseen)
+    with backend.open(url) as fresh:
+        assert [m.memory_id for m in fresh.memories()] == [first.memory_id]
+        assert fresh.check() == []
+        assert fresh.add("The API uses port 8001").memory_id == first.memory_id  # a duplicate
