@@ -112,12 +112,14 @@ def _bad_input(options: SoakOptions, report: SoakReport) -> None:
     started = time.monotonic()
     deadline = started + options.seconds * (1 - _CONCURRENCY_SHARE - _CRASH_SHARE)
     rng = random.Random(options.seed)
-    with CueMap(config={"max_content_chars": _FUZZ_LIMIT}) as cm:
-        cm.add("The API uses port 8001", memory_id="m1")
-        while report.inputs_tried < options.inputs and time.monotonic() < deadline:
-            batch = min(100, options.inputs - report.inputs_tried)
+    while report.inputs_tried < options.inputs and time.monotonic() < deadline:
+        batch = min(100, options.inputs - report.inputs_tried)
+        # a fresh store per batch: the accepted inputs pile up, and every call is checked
+        # against a full snapshot of the store
+        with CueMap(config={"max_content_chars": _FUZZ_LIMIT}) as cm:
+            cm.add("The API uses port 8001", memory_id="m1")
             report.problems += fuzz(cm, rng, batch)
-            report.inputs_tried += batch
+        report.inputs_tried += batch
     report.input_seconds = round(time.monotonic() - started, 1)
 
 
