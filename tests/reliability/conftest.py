@@ -20,12 +20,10 @@ class Backend:
     Attributes:
         name: the pytest id (``"sqlite"``).
         make_url: a fresh, empty store location for a test (given the test's tmp_path).
-        multi_process: several processes may open the same store at once.
     """
 
     name: str
     make_url: Callable[[Path, str], str]
-    multi_process: bool = True
 
     def url(self, tmp_path: Path, label: str = "store") -> str:
         """A new store location, empty until opened."""

@@ -23,7 +23,7 @@ from langchain_cuemap import (  # noqa: E402
 from cuemap_integrations import CueMap  # noqa: E402
 from tests.adapters.langchain.fakes import RecordingChatModel  # noqa: E402
 
-from .secrets import API_KEY, QUERY, SAID, assert_redacted  # noqa: E402
+from .secret_checks import API_KEY, QUERY, SAID, assert_redacted  # noqa: E402
 
 
 def test_retriever_documents(tmp_path: Path) -> None:

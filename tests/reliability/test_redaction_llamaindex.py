@@ -19,7 +19,7 @@ from tests.adapters.llamaindex.conftest import (  # noqa: E402, F401 (autouse: a
     _event_loop_for_sync_tests,
 )
 
-from .secrets import QUERY, SAID, assert_redacted  # noqa: E402
+from .secret_checks import QUERY, SAID, assert_redacted  # noqa: E402
 
 
 def _user(text: str) -> ChatMessage:
