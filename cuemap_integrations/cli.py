@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -143,8 +144,14 @@ def print_hits(
             print(f"{'':>12}{line}", file=out)
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _dump(data: Any) -> str:
-    return json.dumps(data, ensure_ascii=False, indent=2)
+    """Readable JSON (UTF-8, not ``\\u`` escapes), except for lone surrogates: a query typed
+    with bytes that are not UTF-8 reaches ``argv`` as surrogates, which stdout cannot encode."""
+    text = json.dumps(data, ensure_ascii=False, indent=2)
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def result_as_dict(query: str, result: RecallResult) -> dict[str, Any]:
@@ -674,7 +681,7 @@ def build_parser() -> argparse.ArgumentParser:
     registers = (_add_parser, _recall_parser, _chat_parser, _io_parsers, _lifecycle_parsers)
     for register in (*registers, _admin_parsers):
         register(subs)
-    add_bench_parser(subs)  # `cuemap bench locomo|scale`; heavy imports happen only when run
+    add_bench_parser(subs)  # `cuemap bench locomo|scale|soak`; heavy imports happen only when run
     return parser
 
 

@@ -15,6 +15,7 @@ import asyncio
 import bisect
 import hashlib
 import logging
+import math
 import os
 import re
 import threading
@@ -39,6 +40,7 @@ from .records import (
     MemoryRecord,
     MemoryType,
     coerce_timestamp,
+    validate_content,
     validate_namespace,
 )
 from .redact import DEFAULT_POLICY, MappingRedaction, RedactionPolicy, redact, redact_mapping
@@ -330,6 +332,7 @@ class CueMap:
             raise ValidationError(
                 "content", content[:40], f"at most {self.config.max_content_chars} characters"
             )
+        content = validate_content(content)  # before hashing it into an id
         namespace = validate_namespace(options.get("namespace", "default"))
         cues = _normalized_list(options.get("cues"), "cues")
         origin: CueOrigin = "given" if cues else "derived"
@@ -485,6 +488,8 @@ class CueMap:
         self, items: Iterable[Mapping[str, Any] | MemoryRecord], now: datetime
     ) -> list[tuple[MemoryRecord, bool]]:
         """Validate every item into a record, paired with "its id was given by the caller"."""
+        if not isinstance(items, Iterable):
+            raise ValidationError("items", items, "a list of mappings or MemoryRecords")
         records: list[tuple[MemoryRecord, bool]] = []
         taken: set[str] = set()
         for position, item in enumerate(items):
@@ -608,7 +613,7 @@ class CueMap:
             ValidationError: nothing to select by, or a bad filter.
         """
         namespace = validate_namespace(namespace)
-        filters = Filters.build(types=types, sources=sources, until=before)
+        filters = build_filters(types=types, sources=sources, until=before)
         chosen = memory_ids is not None or filters != Filters() or everything
         if not chosen:
             raise ValidationError(
@@ -616,6 +621,8 @@ class CueMap:
             )
         if isinstance(memory_ids, str):
             memory_ids = [memory_ids]
+        if memory_ids is not None:
+            memory_ids = _id_list(memory_ids)
         self._sync_if_due(always=True)
         with self._lock, self._writing():
             seqs = self._select(namespace, memory_ids, filters)
@@ -729,7 +736,7 @@ class CueMap:
         return self._recall(
             query, k=k, namespace=namespace, extra_cues=extra_cues, min_score=min_score,
             explain=explain, extend=hybrid is not False,
-            filters=Filters.build(
+            filters=build_filters(
                 types=types, sources=sources, since=since, until=until,
                 include_expired=include_expired, include_superseded=include_superseded,
             ),
@@ -1132,8 +1139,37 @@ def _check_recall_args(query: object, k: object, min_score: object, extra_cues: 
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 10_000:
         raise ValidationError("k", k, "an integer from 1 to 10000")
     if min_score is not None and (
-        isinstance(min_score, bool) or not isinstance(min_score, (int, float))
+        isinstance(min_score, bool)
+        or not isinstance(min_score, (int, float))
+        or not math.isfinite(min_score)
     ):
-        raise ValidationError("min_score", min_score, "a number or None")
-    if isinstance(extra_cues, str):
+        raise ValidationError("min_score", min_score, "a finite number or None")
+    if isinstance(extra_cues, str) or not isinstance(extra_cues, Iterable):
         raise ValidationError("extra_cues", extra_cues, "a list of strings, not one string")
+    for cue in extra_cues:
+        if not isinstance(cue, str):
+            raise ValidationError("extra_cues", cue, "every cue must be a string")
+
+
+def _id_list(memory_ids: object) -> list[str]:
+    if not isinstance(memory_ids, Iterable):
+        raise ValidationError("memory_ids", memory_ids, "a list of memory ids")
+    ids = list(memory_ids)
+    for memory_id in ids:
+        if not isinstance(memory_id, str):
+            raise ValidationError("memory_ids", memory_id, "every memory id must be a string")
+    return ids
+
+
+def _check_many(value: object, field_name: str) -> None:
+    """A filter argument: None, one value, or an iterable of values (not, e.g., a number)."""
+    if value is not None and not isinstance(value, (str, MemoryType, Iterable)):
+        raise ValidationError(field_name, value, "a string or a list of strings")
+
+
+def build_filters(*, types: object = None, sources: object = None, **bounds: Any) -> Filters:
+    """:meth:`Filters.build` after checking that ``types`` and ``sources`` are iterable, so a
+    wrong type is a ValidationError naming the argument, not a TypeError from inside."""
+    _check_many(types, "types")
+    _check_many(sources, "sources")
+    return Filters.build(types=types, sources=sources, **bounds)  # type: ignore[arg-type]

@@ -275,6 +275,8 @@ def _implied_notes(
 
 
 def _memories(hits: Iterable[Hit | MemoryRecord]) -> list[MemoryRecord]:
+    if not isinstance(hits, Iterable):
+        raise ValidationError("hits", hits, "a RecallResult, or Hit or MemoryRecord items")
     seen: dict[str, MemoryRecord] = {}
     for item in hits:
         memory = item.memory if isinstance(item, Hit) else item

@@ -29,8 +29,10 @@ __all__ = [
     "JSONValue",
     "MemoryRecord",
     "MemoryType",
+    "check_unicode",
     "coerce_timestamp",
     "json_safe_copy",
+    "validate_content",
 ]
 
 JSONValue = Any  # None | bool | int | float | str | list[JSONValue] | dict[str, JSONValue]
@@ -89,6 +91,22 @@ def coerce_timestamp(value: object, field_name: str) -> datetime:
     return value.astimezone(timezone.utc)
 
 
+def check_unicode(value: str, field_name: str) -> str:
+    """Return ``value`` if it is valid Unicode; a lone surrogate (e.g. from undecodable bytes
+    read with ``surrogateescape``) cannot be stored as UTF-8.
+
+    Raises:
+        ValidationError: ``value`` holds a lone surrogate.
+    """
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValidationError(
+            field_name, value[:40], f"valid Unicode (lone surrogate at position {exc.start})"
+        ) from None
+    return value
+
+
 def _optional_timestamp(value: object, field_name: str) -> datetime | None:
     return None if value is None else coerce_timestamp(value, field_name)
 
@@ -100,7 +118,9 @@ def json_safe_copy(value: object, field_name: str = "metadata", _depth: int = 0)
     """
     if _depth > _MAX_JSON_DEPTH:
         raise ValidationError(field_name, "...", f"JSON nested at most {_MAX_JSON_DEPTH} levels")
-    if value is None or isinstance(value, (bool, int, str)):
+    if isinstance(value, str):
+        return check_unicode(value, field_name)
+    if value is None or isinstance(value, (bool, int)):
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
@@ -111,6 +131,7 @@ def json_safe_copy(value: object, field_name: str = "metadata", _depth: int = 0)
         for key, item in value.items():
             if not isinstance(key, str):
                 raise ValidationError(f"{field_name} key", key, "string keys only")
+            check_unicode(key, f"{field_name} key")
             out[key] = json_safe_copy(item, f"{field_name}.{key}", _depth + 1)
         return out
     if isinstance(value, (list, tuple)):
@@ -131,6 +152,7 @@ def _string_tuple(value: object, field_name: str) -> tuple[str, ...]:
             raise ValidationError(field_name, item, f"every {field_name[:-1]} must be a string")
         if not item.strip():
             raise ValidationError(field_name, item, f"every {field_name[:-1]} must be non-empty")
+        check_unicode(item, field_name)
     return items
 
 
@@ -142,7 +164,7 @@ def validate_memory_id(value: object, field_name: str = "memory_id") -> str:
         raise ValidationError(
             field_name, value, f"at most {_MAX_ID_LEN} characters, no control characters"
         )
-    return value
+    return check_unicode(value, field_name)
 
 
 def validate_namespace(value: object) -> str:
@@ -150,18 +172,16 @@ def validate_namespace(value: object) -> str:
     return validate_memory_id(value, "namespace")
 
 
-def _validate_content(value: object) -> str:
+def validate_content(value: object) -> str:
+    """Return valid memory text (a non-empty string, no NUL, valid Unicode) or raise
+    ValidationError."""
     if not isinstance(value, str):
         raise ValidationError("content", value, "a string")
     if not value.strip():
         raise ValidationError("content", value, "non-empty text")
     if "\x00" in value:
         raise ValidationError("content", value[:40], "text without NUL characters")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValidationError("content", value[:40], "valid Unicode (no lone surrogates)") from None
-    return value
+    return check_unicode(value, "content")
 
 
 @dataclass(frozen=True)
@@ -208,7 +228,7 @@ class MemoryRecord:
 
     def __post_init__(self) -> None:
         put = object.__setattr__  # frozen: normalise fields once, at construction
-        put(self, "content", _validate_content(self.content))
+        put(self, "content", validate_content(self.content))
         put(self, "memory_id", validate_memory_id(self.memory_id))
         put(self, "namespace", validate_namespace(self.namespace))
         put(self, "cues", _string_tuple(self.cues, "cues"))
@@ -226,8 +246,10 @@ class MemoryRecord:
         put(self, "metadata", metadata)
 
     def _check_scalars(self) -> None:
-        if self.source is not None and not isinstance(self.source, str):
-            raise ValidationError("source", self.source, "a string or None")
+        if self.source is not None:
+            if not isinstance(self.source, str):
+                raise ValidationError("source", self.source, "a string or None")
+            check_unicode(self.source, "source")
         count = self.access_count
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
             raise ValidationError("access_count", count, "an integer >= 0")

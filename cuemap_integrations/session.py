@@ -27,7 +27,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from .ranking import Filters
+from .core import build_filters
 from .records import JSONValue, MemoryType, validate_memory_id, validate_namespace
 from .results import RecallResult, RecallTrace
 
@@ -125,7 +125,7 @@ class RecallSession:
             query, k=k, namespace=self.namespace, extra_cues=extra_cues, min_score=min_score,
             explain=True, expanded=self._carried(),
             exclude=frozenset(self._shown) if self.skip_shown else frozenset(),
-            filters=Filters.build(types=types, sources=sources, since=since, until=until),
+            filters=build_filters(types=types, sources=sources, since=since, until=until),
             extend=hybrid is not False,
         )  # fmt: skip
         if result.trace is not None:  # always set: _recall was asked to explain

@@ -1,8 +1,9 @@
 """SQLite persistence: the embedded default store.
 
-Boring on purpose: one connection guarded by one lock (a single writer), WAL journal with
-``synchronous=FULL`` so a memory acknowledged by ``add`` survives a crash of the process (and of
-the machine) right after it returns, ordered migrations recorded in ``PRAGMA user_version``,
+Boring on purpose: one connection guarded by one lock (one writer per process; writers of other
+processes queue on SQLite's write lock, taken up-front with ``BEGIN IMMEDIATE``, for up to
+``BUSY_TIMEOUT_S``), WAL journal with ``synchronous=FULL`` so a memory acknowledged by ``add``
+survives a crash of the process (and of the machine) right after it returns, ordered migrations recorded in ``PRAGMA user_version``,
 parameterised SQL only, JSON for structured columns, never pickle.
 
 Example:
@@ -158,6 +159,11 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
 )
 
+# How long a writer waits for another connection's write lock (SQLite's busy handler sleeps and
+# retries) before the write fails with a StoreError. Every write transaction starts with BEGIN
+# IMMEDIATE, so it waits here instead of failing at once when a read would have to be upgraded.
+BUSY_TIMEOUT_S = 10.0
+
 _COLUMNS = (
     "namespace", "memory_id", "content", "cues", "tags", "type", "source", "created_at",
     "updated_at", "last_accessed", "access_count", "expires_at", "supersedes", "superseded_by",
@@ -222,7 +228,9 @@ class SQLiteStore:
         try:
             if self.path != ":memory:":
                 _create_private_file(Path(self.path))
-            self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self._conn = sqlite3.connect(
+                self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+            )
             self._configure(durable)
             self._migrate()
         except sqlite3.Error as exc:
@@ -232,21 +240,28 @@ class SQLiteStore:
         if self.path != ":memory:":
             self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
-        self._conn.execute("PRAGMA busy_timeout=10000")
         self._conn.execute("PRAGMA foreign_keys=ON")
 
     def _migrate(self) -> None:
-        version = self.schema_version
+        self._check_version(self.schema_version)
+        if self.schema_version == len(MIGRATIONS):
+            return
+        # Several processes may open a new file at once: read the version again under the write
+        # lock, or the second one would run the migrations a second time.
+        with self.atomic():
+            version = self.schema_version
+            self._check_version(version)
+            for number in range(version, len(MIGRATIONS)):
+                for statement in MIGRATIONS[number]:
+                    self._conn.execute(statement)
+                self._conn.execute(f"PRAGMA user_version={number + 1}")
+
+    def _check_version(self, version: int) -> None:
         if version > len(MIGRATIONS):
             raise StoreError(
                 f"{self.path!r} has schema version {version}; this release reads up to "
                 f"{len(MIGRATIONS)}: upgrade cuemap-integrations"
             )
-        for number in range(version, len(MIGRATIONS)):
-            with self.atomic():
-                for statement in MIGRATIONS[number]:
-                    self._conn.execute(statement)
-                self._conn.execute(f"PRAGMA user_version={number + 1}")
 
     @property
     def schema_version(self) -> int:
@@ -263,7 +278,7 @@ class SQLiteStore:
                 if self._depth == 0
                 else (f"SAVEPOINT {name}", f"RELEASE {name}", f"ROLLBACK TO {name}; RELEASE {name}")
             )
-            self._conn.execute(begin)
+            self._run(begin)
             self._depth += 1
             try:
                 yield
@@ -273,7 +288,7 @@ class SQLiteStore:
                     self._conn.execute(statement)
                 raise
             self._depth -= 1
-            self._conn.execute(commit)
+            self._run(commit)
 
     def _run(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
         try:
@@ -293,14 +308,30 @@ class SQLiteStore:
         seqs: list[int] = []
         with self.atomic():
             for record in records:
-                cursor = self._run(_INSERT, record_to_row(record))
+                try:
+                    cursor = self._conn.execute(_INSERT, record_to_row(record))
+                except sqlite3.IntegrityError:  # the in-memory index said the id was free
+                    raise StoreError(
+                        f"memory {record.memory_id!r} in namespace {record.namespace!r} was "
+                        f"stored in {self.path!r} by another process: reopen the store"
+                    ) from None
+                except sqlite3.Error as exc:
+                    raise StoreError(f"SQLite store {self.path!r}: {exc}") from None
                 seqs.append(int(cursor.lastrowid or 0))
         return seqs
 
     def replace(self, seq: int, record: MemoryRecord) -> None:
-        """Overwrite the row ``seq`` with ``record``."""
+        """Overwrite the row ``seq`` with ``record``.
+
+        Raises:
+            StoreError: the row is gone (another process deleted it; reopen to see its writes).
+        """
         with self.atomic():
-            self._run(_UPDATE, (*record_to_row(record), seq))
+            if self._run(_UPDATE, (*record_to_row(record), seq)).rowcount != 1:
+                raise StoreError(
+                    f"memory {record.memory_id!r} in namespace {record.namespace!r} is no longer "
+                    f"in {self.path!r}: another process deleted it; reopen the store"
+                )
 
     def delete(self, seqs: Sequence[int]) -> None:
         """Delete the rows ``seqs``."""

@@ -1,7 +1,7 @@
-"""Benchmarks: LoCoMo retrieval quality against bm25s and dense baselines, and scale.
+"""Benchmarks: LoCoMo retrieval quality against bm25s and dense baselines, scale, reliability.
 
-``cuemap bench locomo FILE`` and ``cuemap bench scale`` (wired in by the main CLI through
-:func:`add_bench_parser`), or ``python -m cuemap_integrations.bench locomo FILE``. Importing this
+``cuemap bench locomo FILE``, ``cuemap bench scale`` and ``cuemap bench soak`` (wired in by the
+main CLI through :func:`add_bench_parser`), or ``python -m cuemap_integrations.bench locomo FILE``. Importing this
 package loads the standard library only; bm25s, numpy, FAISS, sentence-transformers and tiktoken
 are imported by the benchmark that uses them.
 """
@@ -146,31 +146,101 @@ def _add_scale(commands: Any) -> None:
     parser.set_defaults(func=_run_scale)
 
 
+_SOAK_EPILOG = """\
+Concurrency (threads sharing one store and processes with their own, adding, updating,
+deleting and recalling at once on one SQLite file), crash (a child bulk-adding is killed with
+SIGKILL at seeded random moments; the store is reopened and checked) and bad input (hostile calls
+through the public API). Exit status 1 if any acknowledged memory was lost or any check failed.
+
+Example:
+  cuemap bench soak --seconds 180 --threads 4 --processes 2 --json benchmarks/results/soak.json
+"""
+
+
+def _add_soak(commands: Any) -> None:
+    parser = commands.add_parser(
+        "soak", help="reliability: concurrency, SIGKILL crashes, bad input, for longer",
+        description="Run the reliability suite's checks for a time budget and count them.",
+        epilog=_SOAK_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
+    parser.add_argument(
+        "--seconds",
+        type=float,
+        default=180.0,
+        metavar="S",
+        help="time budget, split 50/30/20 between the phases (default 180)",
+    )
+    parser.add_argument(
+        "--threads",
+        type=_count,
+        default=4,
+        metavar="N",
+        help="threads sharing one store (default 4)",
+    )
+    parser.add_argument(
+        "--processes",
+        type=_count,
+        default=2,
+        metavar="N",
+        help="processes, each with its own store object (default 2)",
+    )
+    parser.add_argument(
+        "--kills",
+        type=_count,
+        default=1000,
+        metavar="N",
+        help="most SIGKILLs to make within the crash phase (default 1000)",
+    )
+    parser.add_argument(
+        "--inputs",
+        type=_count,
+        default=100_000,
+        metavar="N",
+        help="most bad inputs to try within the bad-input phase (default 100000)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--dir", metavar="DIR", help="where the temporary stores go")
+    parser.add_argument("--json", metavar="OUT", help="write the figures as JSON")
+    parser.set_defaults(func=_run_soak)  # fmt: skip
+
+
+def _count(text: str) -> int:
+    """A non-negative integer."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return value
+
+
 def _add_commands(commands: Any) -> None:
     _add_locomo(commands)
     _add_scale(commands)
+    _add_soak(commands)
 
 
 def add_bench_parser(subparsers: Any) -> None:
-    """Register ``bench`` (with ``locomo`` and ``scale``) on a CLI's ``add_subparsers()`` object.
+    """Register ``bench`` (``locomo``, ``scale``, ``soak``) on a CLI's ``add_subparsers()``.
 
     Each leaf sets ``func``: call ``args.func(args)`` and exit with the int it returns.
     """
     bench = subparsers.add_parser(
-        "bench", help="benchmarks: LoCoMo retrieval quality, scale",
+        "bench", help="benchmarks: LoCoMo retrieval quality, scale, reliability soak",
         description="Benchmarks of CueMap against bm25s and dense baselines.",
         epilog="Example:\n  cuemap bench locomo ../shared/locomo_dev.json --systems cuemap,bm25s",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )  # fmt: skip
-    commands = bench.add_subparsers(dest="bench_command", metavar="{locomo,scale}")
+    commands = bench.add_subparsers(dest="bench_command", metavar="{locomo,scale,soak}")
     commands.required = True
     _add_commands(commands)
 
 
 def build_parser(prog: str = "python -m cuemap_integrations.bench") -> argparse.ArgumentParser:
-    """A stand-alone parser whose commands are ``locomo`` and ``scale``."""
+    """A stand-alone parser whose commands are ``locomo``, ``scale`` and ``soak``."""
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
-    commands = parser.add_subparsers(dest="bench_command", metavar="{locomo,scale}")
+    commands = parser.add_subparsers(dest="bench_command", metavar="{locomo,scale,soak}")
     commands.required = True
     _add_commands(commands)
     return parser
@@ -209,3 +279,9 @@ def _run_scale(args: argparse.Namespace) -> int:
     from .cli import run_scale_command
 
     return _guarded(run_scale_command, args)
+
+
+def _run_soak(args: argparse.Namespace) -> int:
+    from .cli import run_soak_command
+
+    return _guarded(run_soak_command, args)

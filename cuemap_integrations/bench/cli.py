@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
+from typing import Any
 
 from .report import print_report, write_json
 from .systems import BenchError, parse_system_names
 from .tokens import TokenCounter
 
-__all__ = ["run_locomo_command", "run_scale_command"]
+__all__ = ["run_locomo_command", "run_scale_command", "run_soak_command"]
 
 
 def _token_counter(path: str | None) -> TokenCounter:
@@ -36,9 +38,7 @@ def run_locomo_command(args: argparse.Namespace) -> int:
         per_question=args.per_question,
     )
     report = run_locomo(options, counter=_token_counter(args.tiktoken_file))
-    print_report(format_locomo(report))
-    if args.json:
-        print(f"wrote {write_json(args.json, report)}", file=sys.stderr)
+    _emit(format_locomo(report), args.json, report)
     return 0
 
 
@@ -55,7 +55,30 @@ def run_scale_command(args: argparse.Namespace) -> int:
         bm25s=args.bm25s,
     )
     report = run_scale(options)
-    print_report(format_scale(report))
-    if args.json:
-        print(f"wrote {write_json(args.json, report)}", file=sys.stderr)
+    _emit(format_scale(report), args.json, report)
     return 0
+
+
+def run_soak_command(args: argparse.Namespace) -> int:
+    """Run the soak, print its table, write ``--json``; 0 when nothing was lost or found."""
+    from .soak import SoakOptions, format_soak, run_soak
+
+    options = SoakOptions(
+        seconds=args.seconds,
+        threads=args.threads,
+        processes=args.processes,
+        kills=args.kills,
+        inputs=args.inputs,
+        seed=args.seed,
+        directory=args.dir,
+    )
+    report = run_soak(options)
+    _emit(format_soak(report), args.json, report.as_dict())
+    return 0 if report.ok else 1
+
+
+def _emit(table: str, json_path: str | None, data: Mapping[str, Any]) -> None:
+    """Print the table; write the JSON report when asked (and say where, on stderr)."""
+    print_report(table)
+    if json_path:
+        print(f"wrote {write_json(json_path, data)}", file=sys.stderr)
