@@ -18,6 +18,7 @@ import json
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
@@ -231,10 +232,28 @@ class SQLiteStore:
             self._conn = sqlite3.connect(
                 self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
             )
-            self._configure(durable)
-            self._migrate()
+            self._open(durable)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open SQLite store {self.path!r}: {exc}") from None
+
+    def _open(self, durable: bool) -> None:
+        """Configure and migrate, retrying while another process holds the file's lock.
+
+        Switching a new file to WAL and WAL recovery can answer "database is locked" at once,
+        without SQLite's busy handler (seen with five processes opening one new file together),
+        so opening retries for up to :data:`BUSY_TIMEOUT_S` like a write would wait.
+        """
+        deadline = time.monotonic() + BUSY_TIMEOUT_S
+        while True:
+            try:
+                self._configure(durable)
+                self._migrate()
+                return
+            except sqlite3.OperationalError as exc:
+                busy = "locked" in str(exc) or "busy" in str(exc)
+                if not busy or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
 
     def _configure(self, durable: bool) -> None:
         if self.path != ":memory:":
