@@ -24,11 +24,16 @@ if TYPE_CHECKING:
     from .index import IndexedDoc, NamespaceIndex
     from .topk import FastScorer, _List
 
-__all__ = ["ARRAY_MIN_MEMORIES", "ArrayView", "select", "usable", "view_of"]
+__all__ = ["ARRAY_MIN_MEMORIES", "NARROW_MIN_MEMORIES", "ArrayView", "select", "usable", "view_of"]
 
 # Below this many memories the Python pass is as fast as NumPy's fixed costs (measured with
 # ``cuemap bench scale``): the view is created the first time a query finds a namespace this large.
 ARRAY_MIN_MEMORIES = 2000
+
+# MaxScore narrowing (``_narrowed``) skips work proportional to the namespace size but adds a
+# fixed cost per list: CPU medians per recall (`cuemap bench scale` corpus), narrowed vs dense:
+# 4.6 vs 4.1 ms at 30k, 12 vs 10 ms at 100k, 22 vs 35 ms at 300k memories.
+NARROW_MIN_MEMORIES = 150_000
 
 _EPSILON = 1e-9  # NumPy and Python sum a memory's parts in different orders: keep near-ties
 _BIG_SHIFT = 1.0  # tag-only matches rank after every other match (see ranking.rank)
@@ -290,7 +295,9 @@ def select(
     """
     view = view_of(index)
     entries = [_Entry(lst, *view.union(lst.keys)) for lst in lists]
-    narrowed = _narrowed(view, entries, cfg, scorer, k, admitted)
+    narrowed = None
+    if view.size >= NARROW_MIN_MEMORIES:
+        narrowed = _narrowed(view, entries, cfg, scorer, k, admitted)
     if narrowed is not None:
         cand, sums, positions = narrowed
     else:

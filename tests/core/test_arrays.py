@@ -20,13 +20,18 @@ pytest.importorskip("numpy")
 
 
 @contextmanager
-def arrays_for_every_size() -> Iterator[None]:
-    with mock.patch.object(arrays, "ARRAY_MIN_MEMORIES", 0):
+def arrays_for_every_size(narrow: bool = True) -> Iterator[None]:
+    """Arrays (and, with ``narrow``, MaxScore narrowing) whatever the namespace's size."""
+    with mock.patch.object(arrays, "ARRAY_MIN_MEMORIES", 0), mock.patch.object(
+        arrays, "NARROW_MIN_MEMORIES", 0 if narrow else 10**12
+    ):
         yield
 
 
-def by_arrays(cm: CueMap, query: str, k: int, **filters: object) -> list[tuple[str, float]]:
-    with arrays_for_every_size():
+def by_arrays(
+    cm: CueMap, query: str, k: int, narrow: bool = True, **filters: object
+) -> list[tuple[str, float]]:
+    with arrays_for_every_size(narrow):
         return ranked(cm, query, k, True, **filters)
 
 
@@ -43,13 +48,14 @@ def assert_same(got: list[tuple[str, float]], expected: list[tuple[str, float]])
     k=st.integers(1, 12),
     types=st.one_of(st.none(), st.lists(st.sampled_from(TYPES), min_size=1, max_size=3)),
     since_day=st.one_of(st.none(), st.integers(1, 28)),
+    narrow=st.booleans(),
 )
-def test_array_ranking_equals_exhaustive(seed, query, k, types, since_day) -> None:
+def test_array_ranking_equals_exhaustive(seed, query, k, types, since_day, narrow) -> None:
     cm = _store(seed % 5, 400)
     text = " ".join(query)
     since = None if since_day is None else T0.replace(day=since_day)
     expected = ranked(cm, text, k, False, types=types, since=since)
-    assert_same(by_arrays(cm, text, k, types=types, since=since), expected)
+    assert_same(by_arrays(cm, text, k, narrow, types=types, since=since), expected)
 
 
 def test_min_score_never_lets_a_dropped_hit_hold_a_place() -> None:
