@@ -11,7 +11,7 @@ baselines (bm25s, dense MiniLM + FAISS) in :mod:`.baselines`, imported only when
 * ``cuemap-hybrid``: the same store with the dense fallback
   (:class:`~cuemap_integrations.hybrid.HybridRecall`, ``mode="fallback"`` and its defaults,
   all-MiniLM-L6-v2 + FAISS): the query is embedded only when fewer than ``k`` rule hits match
-  at least 67% of its content terms; then up to 5 dense matches go under the strong hits.
+  at least 60% of its content terms; then up to 5 dense matches go under the strong hits.
 * ``cuemap-fuse``: the same, ``mode="fuse"``: reciprocal-rank fusion of the rule ranking (depth
   ``k``) and the dense ranking (depth ``3 x k``, per-type similarity thresholds).
 * ``bm25s+dense-rrf``: the same fusion (RRF k=60, equal weights, depths ``k`` and ``3 x k``) of
