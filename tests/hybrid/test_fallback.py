@@ -165,6 +165,11 @@ def test_recall_convenience_and_stats(hcm: CueMap) -> None:
     [
         ({"mode": "blend"}, "mode"),
         ({"min_results": 0}, "min_results"),
+        ({"min_results": 2.5}, "min_results"),
+        ({"min_coverage": 1.5}, "min_coverage"),
+        ({"min_coverage": "most"}, "min_coverage"),
+        ({"max_fill": 0}, "max_fill"),
+        ({"max_fill": True}, "max_fill"),
         ({"thresholds": {"opinion": 0.3}}, "thresholds"),
         ({"thresholds": {"fact": 2.0}}, "thresholds['fact']"),
         ({"fuse_weights": (0.0, 0.0)}, "fuse_weights"),

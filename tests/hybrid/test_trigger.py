@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-from cuemap_integrations import CueMap, ValidationError
+from cuemap_integrations import CueMap
 from tests.conftest import T0, FakeClock
 
 from .fakes import FakeEmbedder, hybrid_store, needs_dense
@@ -157,21 +157,3 @@ def test_the_log_says_why_the_fallback_fired(hcm: CueMap, caplog: pytest.LogCapt
     assert "2 of 5 needed hits matched >= 60% of 3 query terms; 1 dense fills above 1 weak" in (
         caplog.text
     )
-
-
-@pytest.mark.parametrize(
-    ("options", "field"),
-    [
-        ({"min_coverage": 1.5}, "min_coverage"),
-        ({"min_coverage": "most"}, "min_coverage"),
-        ({"max_fill": 0}, "max_fill"),
-        ({"max_fill": True}, "max_fill"),
-        ({"min_results": 2.5}, "min_results"),
-    ],
-)
-def test_bad_trigger_options_name_the_parameter(
-    clock: FakeClock, options: dict[str, object], field: str
-) -> None:
-    with pytest.raises(ValidationError) as info:
-        hybrid_store(clock, FakeEmbedder(), **options)
-    assert info.value.field == field
