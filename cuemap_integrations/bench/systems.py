@@ -273,7 +273,7 @@ class HybridSystem:
             "mode": self.mode,
             "model": self.embedder.name,
             "index": "faiss IndexIDMap2(IndexFlatIP), cosine",
-            "trigger": trigger,
+            "trigger": trigger if self.mode == "fallback" else None,  # fuse has none
             "thresholds": {kind.value: v for kind, v in DEFAULT_THRESHOLDS.items()},
             "fuse": {"rrf_k": 60, "weights": [1.0, 1.0], "depths": ["k (rules)", "3k (dense)"]},
             "fallback": self.fallback_stats(),
