@@ -9,15 +9,18 @@ baselines (bm25s, dense MiniLM + FAISS) in :mod:`.baselines`, imported only when
 * ``cuemap-session``: the same store, the conversation's questions asked in order through one
   ``cm.session(...)`` (continuous recall carries cues from question to question).
 * ``cuemap-hybrid``: the same store with the dense fallback
-  (:class:`~cuemap_integrations.hybrid.HybridRecall`, ``mode="fallback"``, all-MiniLM-L6-v2 +
-  FAISS): the query is embedded only when the rules find fewer than 3 memories.
+  (:class:`~cuemap_integrations.hybrid.HybridRecall`, ``mode="fallback"`` and its defaults,
+  all-MiniLM-L6-v2 + FAISS): the query is embedded only when fewer than ``k`` rule hits match
+  at least 60% of its content terms; then up to 5 dense matches go under the strong hits.
 * ``cuemap-fuse``: the same, ``mode="fuse"``: reciprocal-rank fusion of the rule ranking (depth
   ``k``) and the dense ranking (depth ``3 x k``, per-type similarity thresholds).
 * ``bm25s+dense-rrf``: the same fusion (RRF k=60, equal weights, depths ``k`` and ``3 x k``) of
   bm25s and plain dense (no thresholds): the hybrid baseline without CueMap.
 
 The hybrid systems report, in ``describe()``, how often the dense side was queried and the time it
-added (``dense_ms_per_fired``: embedding the query and searching, per recall that did).
+added: ``dense_ms_per_fired`` (mean) and ``dense_ms_fired`` (p50/p95 over the recalls that embedded
+the query: embedding plus search), ``dense_ms_all`` (p50/p95 over every recall, 0 when it did not
+fire).
 
 Each store's clock is fixed at the conversation's last session date (the questions are asked when
 the conversation ends), so recency scores, and hence rankings, do not depend on the day of the run.
@@ -170,6 +173,33 @@ class CueMapSystem:
         }
 
 
+def _hybrid(store: CueMap) -> Any:
+    """The store's :class:`~cuemap_integrations.hybrid.HybridRecall`, or None."""
+    from ..hybrid import HybridRecall
+
+    extension = store.extension
+    return extension if isinstance(extension, HybridRecall) else None
+
+
+class HybridSearcher(CueMapSearcher):
+    """A hybrid store's recall that also notes, per query, the time the dense side took."""
+
+    def __init__(self, store: CueMap) -> None:
+        super().__init__(store)
+        self.dense: list[tuple[bool, float]] = []  # per search: query embedded?, dense ms
+
+    def search(self, query: str, k: int) -> list[str]:
+        """``cm.recall(query, k=k)`` ids."""
+        extension = _hybrid(self.store)
+        before = extension.stats() if extension is not None else None
+        ids = super().search(query, k)
+        if extension is not None and before is not None:
+            after = extension.stats()
+            spent = 1000.0 * (after.dense_seconds - before.dense_seconds)
+            self.dense.append((after.fired > before.fired, spent))
+        return ids
+
+
 class HybridSystem:
     """``cuemap-hybrid`` (dense fallback) or ``cuemap-fuse`` (rank fusion), MiniLM + FAISS."""
 
@@ -183,7 +213,7 @@ class HybridSystem:
         self.mode = "fallback" if name == "cuemap-hybrid" else "fuse"
         self.model_path = model_path
         self._embedder: Any = None
-        self._extensions: list[Any] = []  # one HybridRecall per conversation, for the stats
+        self._searchers: list[HybridSearcher] = []  # one per conversation, for the stats
 
     @property
     def embedder(self) -> Any:
@@ -201,13 +231,19 @@ class HybridSystem:
     def index(self, conversation: Conversation) -> Searcher:
         """A fresh store with the dense side attached; its turns are embedded here."""
         options = {"embedder": self.embedder, "mode": self.mode, "progress": False}
-        store = build_store(conversation, hybrid=options)
-        self._extensions.append(store.extension)
-        return CueMapSearcher(store)
+        searcher = HybridSearcher(build_store(conversation, hybrid=options))
+        self._searchers.append(searcher)
+        return searcher
 
     def fallback_stats(self) -> dict[str, Any]:
         """How often the dense side was queried, and the time it added, over every store."""
-        stats = [ext.stats() for ext in self._extensions]
+        from .metrics import percentile
+
+        found = [_hybrid(searcher.store) for searcher in self._searchers]
+        stats = [extension.stats() for extension in found if extension is not None]
+        rows = [row for searcher in self._searchers for row in searcher.dense]
+        every = [ms for _, ms in rows]
+        fired_ms = [ms for fired, ms in rows if fired]
         recalls = sum(s.recalls for s in stats)
         fired = sum(s.fired for s in stats)
         seconds = sum(s.dense_seconds for s in stats)
@@ -219,6 +255,8 @@ class HybridSystem:
             "dense_hits": sum(s.dense_hits for s in stats),
             "dense_ms_per_fired": 1000.0 * seconds / fired if fired else 0.0,
             "dense_ms_per_recall": 1000.0 * seconds / recalls if recalls else 0.0,
+            "dense_ms_fired": {"p50": percentile(fired_ms, 50), "p95": percentile(fired_ms, 95)},
+            "dense_ms_all": {"p50": percentile(every, 50), "p95": percentile(every, 95)},
             "errors": sum(s.errors for s in stats),
         }
 
@@ -226,13 +264,16 @@ class HybridSystem:
         """Store, model, hybrid options and the fallback statistics of the run."""
         from ..hybrid import DEFAULT_THRESHOLDS
 
+        first = _hybrid(self._searchers[0].store) if self._searchers else None
+        trigger = {name: getattr(first, name, None)
+                   for name in ("min_results", "min_coverage", "min_score", "max_fill")}  # fmt: skip
         return {
             "store": "CueMap(':memory:', hybrid=...), one per conversation",
             "clock": "fixed at the conversation's last session date",
             "mode": self.mode,
             "model": self.embedder.name,
             "index": "faiss IndexIDMap2(IndexFlatIP), cosine",
-            "min_results": 3,
+            "trigger": trigger if self.mode == "fallback" else None,  # fuse has none
             "thresholds": {kind.value: v for kind, v in DEFAULT_THRESHOLDS.items()},
             "fuse": {"rrf_k": 60, "weights": [1.0, 1.0], "depths": ["k (rules)", "3k (dense)"]},
             "fallback": self.fallback_stats(),

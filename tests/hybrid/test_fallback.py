@@ -25,12 +25,12 @@ def load(cm: CueMap) -> None:
 
 def test_enough_deterministic_hits_never_embed_the_query(hcm: CueMap, fake: FakeEmbedder) -> None:
     load(hcm)
-    hcm.add("Port 8001 is also used by the admin UI", type="fact", memory_id="admin")
-    hcm.add("The port of the worker service is 8002", type="fact", memory_id="worker")
+    hcm.add("The admin UI uses API port 8001 too", type="fact", memory_id="admin")
+    hcm.add("The worker API uses port 8002", type="fact", memory_id="worker")
     fake.calls.clear()
     hits = hcm.recall("which port does the api use?", k=3)
     assert len(hits) == 3 and all(hit.source == "cue" for hit in hits)
-    assert fake.calls == []  # three deterministic hits >= min_results: no embedding at all
+    assert fake.calls == []  # three hits matching every query term fill k: no embedding at all
     stats = hcm.extension.stats()  # type: ignore[union-attr]
     assert (stats.recalls, stats.insufficient, stats.fired) == (1, 0, 0)
 
@@ -83,7 +83,8 @@ def test_min_score_floor_decides_what_counts_as_enough(clock: FakeClock) -> None
     fake.calls.clear()
     hits = strict.recall("which port does the api use?", k=3)
     assert fake.calls == [["which port does the api use?"]]  # a hit, but under the floor
-    assert hits[0].memory_id == "port" and hits[0].source == "cue"
+    assert hits[0].memory_id == "port" and hits[0].source == "dense"  # placed by the vectors
+    assert [name for name, _ in hits[0].breakdown.contributions][:2] == ["dense", "cue"]
     stats = strict.extension.stats()  # type: ignore[union-attr]
     assert stats.insufficient == 1 and stats.fired == 1
 
@@ -95,14 +96,19 @@ def test_min_results_is_capped_by_k(hcm: CueMap, fake: FakeEmbedder) -> None:
     assert fake.calls == []  # k=1 and one hit: enough
 
 
-def test_a_full_list_of_weak_hits_is_kept(clock: FakeClock) -> None:
+def test_a_full_list_of_weak_hits_goes_under_the_dense_fills(clock: FakeClock) -> None:
     fake = FakeEmbedder()
-    cm = hybrid_store(clock, fake, min_score=1e6)
+    cm = hybrid_store(clock, fake, min_score=1e6, min_results=1)
     load(cm)
+    cm.add("Parcels ship from the port warehouse", type="fact", memory_id="parcels")
+    plain = cm.recall("port of the api", k=2, hybrid=False)
+    assert plain.memory_ids == ["port", "parcels"]  # both weak: under the score floor
     fake.calls.clear()
-    hits = cm.recall("port backup schema api", k=2)
-    assert len(hits) == 2 and all(h.source == "cue" for h in hits)
-    assert fake.calls == []  # no room to fill: the query is not embedded
+    hits = cm.recall("port of the api", k=2)
+    assert fake.calls == [["port of the api"]]
+    # "port" the vectors agree with (similarity 1); "parcels" is under its threshold: kept below
+    assert [(h.memory_id, h.source) for h in hits] == [("port", "dense"), ("parcels", "cue")]
+    assert hits[0].score > hits[1].score
 
 
 def test_thresholds_are_per_type(clock: FakeClock) -> None:
@@ -159,6 +165,11 @@ def test_recall_convenience_and_stats(hcm: CueMap) -> None:
     [
         ({"mode": "blend"}, "mode"),
         ({"min_results": 0}, "min_results"),
+        ({"min_results": 2.5}, "min_results"),
+        ({"min_coverage": 1.5}, "min_coverage"),
+        ({"min_coverage": "most"}, "min_coverage"),
+        ({"max_fill": 0}, "max_fill"),
+        ({"max_fill": True}, "max_fill"),
         ({"thresholds": {"opinion": 0.3}}, "thresholds"),
         ({"thresholds": {"fact": 2.0}}, "thresholds['fact']"),
         ({"fuse_weights": (0.0, 0.0)}, "fuse_weights"),
