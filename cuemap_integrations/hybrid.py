@@ -272,8 +272,9 @@ class HybridRecall:
         thresholds: per-type cosine similarity floors, merged over :data:`DEFAULT_THRESHOLDS`.
         fuse_weights: (deterministic, dense) weights of the reciprocal-rank fusion.
         rrf_k: the RRF constant: ``weight / (rrf_k + rank)``.
-        index_path: where the FAISS index is kept; default ``<db>.faiss`` beside a file store,
-            nothing for ``":memory:"``.
+        index_path: where the FAISS index is kept; default ``<db>.faiss`` beside a SQLite file,
+            nothing for ``":memory:"`` or a PostgreSQL store (each instance then embeds the
+            shared memories at open and keeps its index in step through the change log).
         batch_size: memories per embedder call when indexing.
         progress: progress bar while indexing many memories (None: on a terminal only).
 
@@ -498,8 +499,8 @@ def _make_index(
 ) -> VectorIndex:
     if index is None:
         path = index_path
-        if path is None and cuemap.path != ":memory:":
-            path = cuemap.path + ".faiss"
+        if path is None and cuemap.path != ":memory:" and "://" not in cuemap.path:
+            path = cuemap.path + ".faiss"  # beside a SQLite file; a server store has no folder
         return DenseIndex(
             as_embedder(embedder), path=path, batch_size=batch_size, progress=progress
         )
