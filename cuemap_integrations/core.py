@@ -12,12 +12,9 @@ Example:
 from __future__ import annotations
 
 import asyncio
-import bisect
 import hashlib
 import logging
-import math
 import os
-import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -29,10 +26,11 @@ from .aliases import AliasTable
 from .capture import CaptureResult
 from .capture import capture as capture_turns
 from .config import RecallConfig
-from .errors import NotFoundError, SecretError, ValidationError
+from .errors import NotFoundError, ValidationError
 from .events import RecallExtension, RecallRequest, WriteEvent, WriteListener, notify
 from .index import NamespaceIndex
 from .lifecycle import StoreView, WritePlan, content_key, plan_writes
+from .links import Links
 from .ranking import QUERY_SOURCE, Carried, Filters, plan_query, rank, with_carried
 from .records import (
     CueOrigin,
@@ -43,12 +41,14 @@ from .records import (
     validate_content,
     validate_namespace,
 )
-from .redact import DEFAULT_POLICY, MappingRedaction, RedactionPolicy, redact, redact_mapping
+from .redact import DEFAULT_POLICY, RedactionPolicy, redact_record
 from .results import ConflictNote, Hit, NoteKind, RecallResult, RecallTrace
 from .sessions import open_sessions
 from .store import SessionStore, SharedStore, Store, open_store
 from .sync import ChangeFeed, RemoteChanges, SyncMode, check_sync
 from .text import content_terms, derive_cues, normalize, stem, words
+from .threads import Threads
+from .validation import build_filters, check_recall_args, id_list, normalized_list
 
 if TYPE_CHECKING:
     from .session import RecallSession
@@ -64,22 +64,6 @@ _UPDATABLE = ("content", "cues", "tags", "type", "source", "metadata", "expires_
 
 def _utc_now() -> datetime:
     return datetime.now(timezone.utc)
-
-
-def _normalized_list(values: Iterable[str] | None, field_name: str) -> tuple[str, ...]:
-    if values is None:
-        return ()
-    if isinstance(values, str) or not isinstance(values, Iterable):
-        raise ValidationError(field_name, values, "a list of strings")
-    out: dict[str, None] = {}
-    for value in values:
-        if not isinstance(value, str):
-            raise ValidationError(field_name, value, f"every {field_name[:-1]} must be a string")
-        norm = normalize(value)
-        if not norm:
-            raise ValidationError(field_name, value, f"every {field_name[:-1]} must be non-empty")
-        out[norm] = None
-    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -171,15 +155,15 @@ class CueMap:
         self._access: dict[int, tuple[int, datetime]] = {}
         self._by_content: dict[tuple[str, str], dict[int, None]] = {}
         self._by_key: dict[tuple[str, str], int] = {}
-        self._links: dict[tuple[str, str], dict[str, str]] = {}
+        self._links = Links()
         self._listeners: list[WriteListener] = []
-        self._threads: dict[tuple[str, str], list[int]] = {}  # transcript turns, in order
+        self._threads = Threads()  # transcript turns, in order
         self.extension: RecallExtension | None = None  # e.g. the hybrid dense fallback
         for seq, record in self._store.load():
             self._index(seq, record)
         self._refresh_context(list(self._records))
         for namespace, from_id, to_id, kind in self._store.load_links():
-            self._add_link(namespace, from_id, to_id, kind)
+            self._links.add(namespace, from_id, to_id, kind)
         if hybrid:  # imported here: the dense fallback needs the [hybrid] extra
             from .hybrid import HybridRecall
 
@@ -243,59 +227,23 @@ class CueMap:
         self._by_content.setdefault(content_key(record), {})[seq] = None
         if record.key is not None and record.superseded_by is None:
             self._by_key[(record.namespace, record.key)] = seq
-        thread = _thread_of(record)
-        if thread is not None:
-            turns = self._threads.setdefault(thread, [])
-            bisect.insort(turns, seq)
+        self._threads.add(seq, record)
 
     def _neighbours(self, seq: int) -> list[int]:
         """The turns next to ``seq`` in its transcript thread (none for other memories)."""
-        thread = _thread_of(self._records[seq])
-        if thread is None:
-            return []
-        turns = self._threads[thread]
-        at = bisect.bisect_left(turns, seq)
-        span = max(self.config.context_span, 1)
-        return [s for s in turns[max(at - span, 0) : at + span + 1] if s != seq]
+        return self._threads.neighbours(seq, self._records[seq], self.config.context_span)
 
     def _refresh_context(self, seqs: Iterable[int]) -> None:
-        """Index each transcript turn with its neighbours' words (``context_weight``), so a
-        question phrased like the turn before or after the answer still finds it."""
-        span, weight = self.config.context_span, self.config.context_weight
-        if not span or not weight:
-            return
-        todo: dict[int, None] = {}
-        for seq in seqs:
-            record = self._records.get(seq)
-            thread = None if record is None else _thread_of(record)
-            if thread is not None:
-                turns = self._threads[thread]
-                at = bisect.bisect_left(turns, seq)
-                todo.update(dict.fromkeys(turns[max(at - span, 0) : at + span + 1]))
-        for seq in todo:
-            self._set_context(seq, span, weight)
-
-    def _set_context(self, seq: int, span: int, weight: float) -> None:
-        record = self._records[seq]
-        turns = self._threads[_thread_of(record) or ("", "")]
-        at = bisect.bisect_left(turns, seq)
-        index = self._indexes[record.namespace]
-        context: dict[str, float] = {}
-        for other in turns[max(at - span, 0) : at + span + 1]:
-            if other != seq:
-                for term, tf in index.docs[other].terms:
-                    context[term] = context.get(term, 0.0) + weight * tf
-        index.set_context(seq, context)
+        """Index each transcript turn with its neighbours' words (``context_weight``)."""
+        cfg = self.config
+        self._threads.refresh_context(
+            seqs, self._records, self._indexes, cfg.context_span, cfg.context_weight
+        )
 
     def _unindex(self, seq: int) -> MemoryRecord:
         record = self._records.pop(seq)
         del self._seq_of[(record.namespace, record.memory_id)]
-        thread = _thread_of(record)
-        if thread is not None:
-            turns = self._threads[thread]
-            turns.pop(bisect.bisect_left(turns, seq))
-            if not turns:
-                del self._threads[thread]
+        self._threads.remove(seq, record)
         same = self._by_content[content_key(record)]
         del same[seq]
         if not same:
@@ -334,7 +282,7 @@ class CueMap:
             )
         content = validate_content(content)  # before hashing it into an id
         namespace = validate_namespace(options.get("namespace", "default"))
-        cues = _normalized_list(options.get("cues"), "cues")
+        cues = normalized_list(options.get("cues"), "cues")
         origin: CueOrigin = "given" if cues else "derived"
         if not cues and isinstance(content, str) and content.strip():
             cues = tuple(derive_cues(content))
@@ -347,7 +295,7 @@ class CueMap:
             memory_id=memory_id,
             content=content,
             cues=cues,
-            tags=_normalized_list(options.get("tags"), "tags"),
+            tags=normalized_list(options.get("tags"), "tags"),
             type=kind,
             source=options.get("source"),
             namespace=namespace,
@@ -420,7 +368,7 @@ class CueMap:
         with self._lock, self._writing():
             now = self.now()
             prepared = [
-                (_redacted(r, policy, i), given)
+                (redact_record(r, policy, i), given)
                 for i, (r, given) in enumerate(self._prepare(items, now))
             ]
             plan = plan_writes(
@@ -450,7 +398,7 @@ class CueMap:
             self._index(seq, record)
         self._refresh_context([*seqs, *plan.changed])
         for link in plan.links:
-            self._add_link(*link)
+            self._links.add(*link)
         self._touch(plan.duplicates, now, always=True)
 
     def _view(self) -> StoreView:
@@ -472,17 +420,6 @@ class CueMap:
             for seq in index.cues.get(cue, ()):
                 counts[seq] = counts.get(seq, 0) + 1
         return sorted(seq for seq, n in counts.items() if n >= 2)
-
-    def _add_link(self, namespace: str, from_id: str, to_id: str, kind: str) -> None:
-        self._links.setdefault((namespace, from_id), {})[to_id] = kind
-        self._links.setdefault((namespace, to_id), {})[from_id] = kind
-
-    def _drop_links(self, namespace: str, memory_id: str) -> None:
-        for other in self._links.pop((namespace, memory_id), {}):
-            partners = self._links.get((namespace, other), {})
-            partners.pop(memory_id, None)
-            if not partners:
-                self._links.pop((namespace, other), None)
 
     def _prepare(
         self, items: Iterable[Mapping[str, Any] | MemoryRecord], now: datetime
@@ -548,7 +485,7 @@ class CueMap:
         with self._lock, self._writing():
             seq = self._seq(memory_id, namespace)
             old = self._current(seq)
-            record = _redacted(self._evolved(old, changes), self.redaction, 0)
+            record = redact_record(self._evolved(old, changes), self.redaction, 0)
             self._store.replace(seq, record)
             neighbours = self._neighbours(seq)
             self._unindex(seq)
@@ -559,10 +496,10 @@ class CueMap:
 
     def _evolved(self, old: MemoryRecord, changes: dict[str, Any]) -> MemoryRecord:
         if "cues" in changes:
-            cues = _normalized_list(changes["cues"], "cues")
+            cues = normalized_list(changes["cues"], "cues")
             changes["cues"], changes["cue_origin"] = cues, "given" if cues else "derived"
         if "tags" in changes:
-            changes["tags"] = _normalized_list(changes["tags"], "tags")
+            changes["tags"] = normalized_list(changes["tags"], "tags")
         new = old.evolve(**changes, updated_at=self.now())
         if new.cue_origin == "derived" and (not new.cues or new.content != old.content):
             new = new.evolve(cues=tuple(derive_cues(new.content)))
@@ -589,7 +526,7 @@ class CueMap:
         neighbours = [n for seq in seqs for n in self._neighbours(seq)]
         for seq, record in zip(seqs, records, strict=True):
             self._unindex(seq)
-            self._drop_links(record.namespace, record.memory_id)
+            self._links.drop(record.namespace, record.memory_id)
         self._refresh_context([n for n in neighbours if n in self._records])
         return records
 
@@ -622,7 +559,7 @@ class CueMap:
         if isinstance(memory_ids, str):
             memory_ids = [memory_ids]
         if memory_ids is not None:
-            memory_ids = _id_list(memory_ids)
+            memory_ids = id_list(memory_ids)
         self._sync_if_due(always=True)
         with self._lock, self._writing():
             seqs = self._select(namespace, memory_ids, filters)
@@ -756,7 +693,7 @@ class CueMap:
         exclude: frozenset[str] = frozenset(),
         extend: bool = True,
     ) -> RecallResult:
-        _check_recall_args(query, k, min_score, extra_cues)
+        check_recall_args(query, k, min_score, extra_cues)
         namespace = validate_namespace(namespace)
         self._sync_if_due()
         with self._lock:
@@ -804,7 +741,7 @@ class CueMap:
         return RecallResult(linked, trace if explain else None, notes)
 
     def _with_links(self, namespace: str, hit: Hit) -> Hit:
-        partners = self._links.get((namespace, hit.memory_id))
+        partners = self._links.partners(namespace, hit.memory_id)
         return replace(hit, conflicts=tuple(partners)) if partners else hit
 
     def _notes(self, namespace: str, hits: Sequence[Hit]) -> tuple[ConflictNote, ...]:
@@ -1015,15 +952,15 @@ class CueMap:
                 record = self._unindex(old)
                 if row is None:
                     removed.append(record)
-                    self._drop_links(*key)
+                    self._links.drop(*key)
             if row is not None:
                 self._index(*row)
                 (added if old is None else changed).append(row[1])
                 touched.append(row[0])
         for key in changes.relinked:
-            self._drop_links(*key)
+            self._links.drop(*key)
         for link in changes.links:
-            self._add_link(*link)
+            self._links.add(*link)
         self._refresh_context([seq for seq in touched if seq in self._records])
         return WriteEvent(tuple(added), tuple(changed), tuple(removed))
 
@@ -1071,20 +1008,6 @@ _ADD_OPTIONS = frozenset(
 )  # fmt: skip
 
 
-_THREAD_KEYS = ("session_id", "thread_id", "session")
-
-
-def _thread_of(record: MemoryRecord) -> tuple[str, str] | None:
-    """The transcript a turn belongs to: event memories with a session in their metadata."""
-    if record.type is not MemoryType.EVENT:
-        return None
-    for key in _THREAD_KEYS:
-        value = record.metadata.get(key)
-        if value is not None and not isinstance(value, (dict, list)):
-            return record.namespace, f"{record.source}\x00{key}\x00{value}"
-    return None
-
-
 def _as_new(record: MemoryRecord) -> dict[str, Any]:
     """A captured record as ``add`` options without its id, so duplicates are recognised."""
     return {
@@ -1093,83 +1016,3 @@ def _as_new(record: MemoryRecord) -> dict[str, Any]:
         "namespace": record.namespace, "created_at": record.created_at, "key": record.key,
         "metadata": record.metadata,
     }  # fmt: skip
-
-
-_NO_SECRETS = MappingRedaction({}, {}, False)
-_PLACEHOLDER = re.compile(r"\[REDACTED:[a-z_]+\]")
-
-
-def _redacted(record: MemoryRecord, policy: RedactionPolicy | None, position: int) -> MemoryRecord:
-    """``record`` with secrets replaced; raises SecretError when the policy drops it."""
-    if policy is None:
-        return record
-    text = redact(record.content, policy)
-    given = record.cue_origin == "given"  # derived cues come from the content: derived again
-    cues = [redact(c, policy) for c in record.cues] if given else []
-    tags = [redact(t, policy) for t in record.tags]
-    meta = redact_mapping(record.metadata, policy) if record.metadata else _NO_SECRETS
-    counts: dict[str, int] = {}
-    for report in (text, *cues, *tags):
-        for name, n in report.counts.items():
-            counts[name] = counts.get(name, 0) + n
-    for name, n in meta.counts.items():
-        counts[name] = counts.get(name, 0) + n
-    if text.dropped or meta.dropped or any(r.dropped for r in (*cues, *tags)):
-        raise SecretError(position, sorted(counts))
-    if not counts:
-        return record
-    metadata = dict(meta.value) if isinstance(meta.value, dict) else {}
-    metadata["redacted"] = counts
-    content = text.text or ""
-    if record.cue_origin == "derived":  # derive again: no cue may come from the removed text
-        kept = tuple(derive_cues(_PLACEHOLDER.sub(" ", content)))
-    else:
-        kept = tuple(c.text for c in cues if c.text and "[REDACTED:" not in c.text)
-    return record.evolve(
-        content=content,
-        cues=kept,
-        tags=tuple(t.text for t in tags if t.text),
-        metadata=metadata,
-    )
-
-
-def _check_recall_args(query: object, k: object, min_score: object, extra_cues: object) -> None:
-    if not isinstance(query, str):
-        raise ValidationError("query", query, "a string")
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 10_000:
-        raise ValidationError("k", k, "an integer from 1 to 10000")
-    if min_score is not None and (
-        isinstance(min_score, bool)
-        or not isinstance(min_score, (int, float))
-        or not math.isfinite(min_score)
-    ):
-        raise ValidationError("min_score", min_score, "a finite number or None")
-    if isinstance(extra_cues, str) or not isinstance(extra_cues, Iterable):
-        raise ValidationError("extra_cues", extra_cues, "a list of strings, not one string")
-    for cue in extra_cues:
-        if not isinstance(cue, str):
-            raise ValidationError("extra_cues", cue, "every cue must be a string")
-
-
-def _id_list(memory_ids: object) -> list[str]:
-    if not isinstance(memory_ids, Iterable):
-        raise ValidationError("memory_ids", memory_ids, "a list of memory ids")
-    ids = list(memory_ids)
-    for memory_id in ids:
-        if not isinstance(memory_id, str):
-            raise ValidationError("memory_ids", memory_id, "every memory id must be a string")
-    return ids
-
-
-def _check_many(value: object, field_name: str) -> None:
-    """A filter argument: None, one value, or an iterable of values (not, e.g., a number)."""
-    if value is not None and not isinstance(value, (str, MemoryType, Iterable)):
-        raise ValidationError(field_name, value, "a string or a list of strings")
-
-
-def build_filters(*, types: object = None, sources: object = None, **bounds: Any) -> Filters:
-    """:meth:`Filters.build` after checking that ``types`` and ``sources`` are iterable, so a
-    wrong type is a ValidationError naming the argument, not a TypeError from inside."""
-    _check_many(types, "types")
-    _check_many(sources, "sources")
-    return Filters.build(types=types, sources=sources, **bounds)  # type: ignore[arg-type]

@@ -36,8 +36,9 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Literal, NamedTuple
 
-from .errors import ConfigError, ValidationError
-from .records import JSONValue, json_safe_copy
+from .errors import ConfigError, SecretError, ValidationError
+from .records import JSONValue, MemoryRecord, json_safe_copy
+from .text import derive_cues
 
 __all__ = [
     "ACTIONS",
@@ -52,6 +53,7 @@ __all__ = [
     "placeholder",
     "redact",
     "redact_mapping",
+    "redact_record",
 ]
 
 
@@ -576,3 +578,46 @@ def redact_mapping(value: object, policy: RedactionPolicy = DEFAULT_POLICY) -> M
     walk = _Walk(policy)
     redacted = walk.value(json_safe_copy(value, "value"))
     return MappingRedaction(None if walk.dropped else redacted, walk.counts, walk.dropped)
+
+
+_NO_SECRETS = MappingRedaction({}, {}, False)
+_PLACEHOLDER = re.compile(r"\[REDACTED:[a-z_]+\]")
+
+
+def redact_record(
+    record: MemoryRecord, policy: RedactionPolicy | None, position: int
+) -> MemoryRecord:
+    """``record`` with secrets replaced in its content, cues, tags and metadata (derived cues are
+    derived again from the redacted text); raises SecretError when the policy drops it.
+
+    ``position`` is the record's place in its batch, for the error message."""
+    if policy is None:
+        return record
+    text = redact(record.content, policy)
+    given = record.cue_origin == "given"  # derived cues come from the content: derived again
+    cues = [redact(c, policy) for c in record.cues] if given else []
+    tags = [redact(t, policy) for t in record.tags]
+    meta = redact_mapping(record.metadata, policy) if record.metadata else _NO_SECRETS
+    counts: dict[str, int] = {}
+    for report in (text, *cues, *tags):
+        for name, n in report.counts.items():
+            counts[name] = counts.get(name, 0) + n
+    for name, n in meta.counts.items():
+        counts[name] = counts.get(name, 0) + n
+    if text.dropped or meta.dropped or any(r.dropped for r in (*cues, *tags)):
+        raise SecretError(position, sorted(counts))
+    if not counts:
+        return record
+    metadata = dict(meta.value) if isinstance(meta.value, dict) else {}
+    metadata["redacted"] = counts
+    content = text.text or ""
+    if record.cue_origin == "derived":  # derive again: no cue may come from the removed text
+        kept = tuple(derive_cues(_PLACEHOLDER.sub(" ", content)))
+    else:
+        kept = tuple(c.text for c in cues if c.text and "[REDACTED:" not in c.text)
+    return record.evolve(
+        content=content,
+        cues=kept,
+        tags=tuple(t.text for t in tags if t.text),
+        metadata=metadata,
+    )

@@ -27,9 +27,9 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from .core import build_filters
 from .records import JSONValue, MemoryType, validate_memory_id, validate_namespace
 from .results import RecallResult, RecallTrace
+from .validation import build_filters
 
 if TYPE_CHECKING:
     from .core import CueMap

@@ -1,0 +1,89 @@
+"""Transcript threads: the turns of one conversation in order, and their neighbour context.
+
+An event memory whose metadata names a session (``session_id``, ``thread_id`` or ``session``) is
+a *turn*. Each turn is indexed with the words of the ``context_span`` turns on each side at
+``context_weight`` (see :meth:`Threads.refresh_context`), so a question phrased like the turn
+before or after the answer still finds it.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Mapping
+
+from .index import NamespaceIndex
+from .records import MemoryRecord, MemoryType
+
+__all__ = ["Threads", "thread_of"]
+
+_THREAD_KEYS = ("session_id", "thread_id", "session")
+
+
+def thread_of(record: MemoryRecord) -> tuple[str, str] | None:
+    """The transcript a turn belongs to: event memories with a session in their metadata."""
+    if record.type is not MemoryType.EVENT:
+        return None
+    for key in _THREAD_KEYS:
+        value = record.metadata.get(key)
+        if value is not None and not isinstance(value, (dict, list)):
+            return record.namespace, f"{record.source}\x00{key}\x00{value}"
+    return None
+
+
+class Threads:
+    """The sequence numbers of each transcript's turns, in order."""
+
+    def __init__(self) -> None:
+        self._turns: dict[tuple[str, str], list[int]] = {}
+
+    def add(self, seq: int, record: MemoryRecord) -> None:
+        thread = thread_of(record)
+        if thread is not None:
+            bisect.insort(self._turns.setdefault(thread, []), seq)
+
+    def remove(self, seq: int, record: MemoryRecord) -> None:
+        thread = thread_of(record)
+        if thread is not None:
+            turns = self._turns[thread]
+            turns.pop(bisect.bisect_left(turns, seq))
+            if not turns:
+                del self._turns[thread]
+
+    def around(self, seq: int, record: MemoryRecord, span: int) -> list[int]:
+        """The turns within ``span`` of ``seq`` in its thread, itself included (none if no turn)."""
+        thread = thread_of(record)
+        if thread is None or thread not in self._turns:
+            return []
+        turns = self._turns[thread]
+        at = bisect.bisect_left(turns, seq)
+        return turns[max(at - span, 0) : at + span + 1]
+
+    def neighbours(self, seq: int, record: MemoryRecord, span: int) -> list[int]:
+        """The turns next to ``seq`` (at least one on each side), without itself."""
+        return [s for s in self.around(seq, record, max(span, 1)) if s != seq]
+
+    def refresh_context(
+        self,
+        seqs: Iterable[int],
+        records: Mapping[int, MemoryRecord],
+        indexes: Mapping[str, NamespaceIndex],
+        span: int,
+        weight: float,
+    ) -> None:
+        """Re-index the context of these turns and of the turns within ``span`` of them."""
+        if not span or not weight:
+            return
+        todo: dict[int, None] = {}
+        for seq in seqs:
+            record = records.get(seq)
+            if record is not None:
+                todo.update(dict.fromkeys(self.around(seq, record, span)))
+        for seq in todo:
+            record = records[seq]
+            index = indexes[record.namespace]
+            context: dict[str, float] = {}
+            for other in self.around(seq, record, span):
+                if other != seq:
+                    for term, tf in index.docs[other].terms:
+                        context[term] = context.get(term, 0.0) + weight * tf
+            index.set_context(seq, context)
