@@ -507,9 +507,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 def _add_common(parser: argparse.ArgumentParser, default: Any) -> None:
     parser.add_argument(
         "--db",
-        metavar="PATH",
+        metavar="PATH|URL",
         default=default,
-        help=f"SQLite store (default: $CUEMAP_DB, else ./{DEFAULT_DB})",
+        help=f"SQLite file or postgresql:// URL (default: $CUEMAP_DB, else ./{DEFAULT_DB})",
     )
     parser.add_argument(
         "-n",
