@@ -24,17 +24,33 @@ if TYPE_CHECKING:
 __all__ = ["IndexedDoc", "NamespaceIndex"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class IndexedDoc:
-    """Exactly what one memory put into the index (kept for removal and explanations)."""
+    """Exactly what one memory put into the index (kept for removal and explanations).
+
+    Terms and context are stored as parallel tuples (names, values) rather than pairs: one
+    memory holds dozens of them, and a pair tuple costs 64 bytes of its own.
+    """
 
     cues: tuple[str, ...]
     tags: tuple[str, ...]
-    terms: tuple[tuple[str, int], ...]
+    term_names: tuple[str, ...]
+    term_counts: tuple[int, ...]
     length: int
     updated_ts: float = 0.0  # POSIX time of the memory's last update (for recency)
     type: str = "note"
-    context: tuple[tuple[str, float], ...] = ()  # neighbouring turns' terms, weighted
+    context_names: tuple[str, ...] = ()  # neighbouring turns' terms ...
+    context_weights: tuple[float, ...] = ()  # ... and their weights
+
+    @property
+    def terms(self) -> tuple[tuple[str, int], ...]:
+        """``(term, frequency)`` of the memory's own words."""
+        return tuple(zip(self.term_names, self.term_counts, strict=True))
+
+    @property
+    def context(self) -> tuple[tuple[str, float], ...]:
+        """``(term, weight)`` of the neighbouring turns' words (transcripts only)."""
+        return tuple(zip(self.context_names, self.context_weights, strict=True))
 
 
 class NamespaceIndex:
@@ -78,7 +94,8 @@ class NamespaceIndex:
         doc = IndexedDoc(
             tuple(dict.fromkeys(cues)),
             tuple(dict.fromkeys(tags)),
-            tuple(counts.items()),
+            tuple(counts),
+            tuple(counts.values()),
             sum(counts.values()),
             updated_ts,
             type,
@@ -91,7 +108,7 @@ class NamespaceIndex:
             self._put("cue", cue, seq, 1.0)
         for tag in doc.tags:
             self._put("tag", tag, seq, 1.0)
-        for term, tf in doc.terms:
+        for term, tf in zip(doc.term_names, doc.term_counts, strict=True):
             self._put("term", term, seq, tf)
         if context:
             self.set_context(seq, dict(context))
@@ -99,13 +116,15 @@ class NamespaceIndex:
     def set_context(self, seq: int, context: Mapping[str, float]) -> None:
         """Replace the neighbour-context terms of memory ``seq`` (its own terms win)."""
         doc = self.docs[seq]
-        own = {term for term, _ in doc.terms}
-        for term, _ in doc.context:
+        own = set(doc.term_names)
+        for term in doc.context_names:
             self._drop("term", term, seq)
-        kept = tuple((t, w) for t, w in context.items() if t not in own and w > 0)
-        for term, weight in kept:
+        kept = {t: w for t, w in context.items() if t not in own and w > 0}
+        for term, weight in kept.items():
             self._put("term", term, seq, weight)
-        self.docs[seq] = replace(doc, context=kept)
+        self.docs[seq] = replace(
+            doc, context_names=tuple(kept), context_weights=tuple(kept.values())
+        )
 
     def postings(self, kind: str) -> dict[str, dict[int, float]]:
         """The postings table of ``kind``: ``"cue"``, ``"tag"`` or ``"term"``."""
@@ -139,6 +158,6 @@ class NamespaceIndex:
             self._drop("cue", cue, seq)
         for tag in doc.tags:
             self._drop("tag", tag, seq)
-        for term, _ in (*doc.terms, *doc.context):
+        for term in (*doc.term_names, *doc.context_names):
             self._drop("term", term, seq)
 

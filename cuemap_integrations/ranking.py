@@ -239,7 +239,7 @@ def _explain(
     doc = index.docs[seq]
     cues, tags = set(doc.cues), set(doc.tags)
     carried = cues | tags
-    terms = {term for term, _ in (*doc.terms, *doc.context)}
+    terms = {*doc.term_names, *doc.context_names}
     return ScoreBreakdown(
         contributions=parts,
         matched_cues=tuple(

@@ -84,6 +84,7 @@ class Threads:
             context: dict[str, float] = {}
             for other in self.around(seq, record, span):
                 if other != seq:
-                    for term, tf in index.docs[other].terms:
+                    neighbour = index.docs[other]
+                    for term, tf in zip(neighbour.term_names, neighbour.term_counts, strict=True):
                         context[term] = context.get(term, 0.0) + weight * tf
             index.set_context(seq, context)
