@@ -33,7 +33,7 @@ import functools
 import re
 import sys
 import unicodedata
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from datetime import date
 from typing import TypeAlias
 
@@ -139,7 +139,7 @@ _CJK_RUN_RE = re.compile(f"[{_CJK}]+")
 # An identifier: word runs joined by - . / : @ (underscore is a word character). A leading "/"
 # makes a path, but not after ":" or "/" so that "https://host/x" yields the token "host/x".
 _ID = rf"(?:(?<!{_W})(?<![:/])/)?{_W}+(?:[-./:@]{_W}+)*"
-_ID_RE = re.compile(_ID)
+_ID_SPLIT_RE = re.compile(f"({_ID})")
 _SCAN_RE = re.compile(rf"(?P<id>{_ID})|(?P<cjk>[{_CJK}]+)")
 # A lone letter glued on by an apostrophe ("don't", "it's", "o'clock") is dropped, keeping the
 # apostrophe itself so that it still separates words.
@@ -160,6 +160,7 @@ _QUOTE_RES = (
     re.compile(rf"(?<!{_W})'([^'\s](?:[^']*[^'\s])?)'(?!{_W})"),
     re.compile(r"`([^`]+)`"),
 )
+_QUOTE_MARKS = ('"', "'", "`")  # the quotation mark each of _QUOTE_RES needs
 _COMMAND_RE = re.compile(r"[a-z][a-z0-9_.+\-]*")
 
 _UNITS = (
@@ -437,13 +438,17 @@ def stem(word: str) -> str:
 @functools.lru_cache(maxsize=32)  # cue derivation, indexing and BM25 scan one text in turn
 def _scan(normalized: str) -> tuple[tuple[bool, str], ...]:
     """``(is_cjk_run, chunk)`` pairs in text order: Latin identifiers and CJK runs."""
-    return tuple(_scan_iter(normalized))
+    # findall (one tuple per match, no Match objects) is the hot path of bulk ingest; both groups
+    # match non-empty text only, so an empty "cjk" group means the identifier group matched.
+    return tuple(
+        (True, cjk) if cjk else (False, ident)
+        for ident, cjk in _SCAN_RE.findall(_drop_apostrophes(normalized))
+    )
 
 
-def _scan_iter(normalized: str) -> Iterator[tuple[bool, str]]:
-    for match in _SCAN_RE.finditer(_APOS_RE.sub("", normalized)):
-        cjk = match.group("cjk")
-        yield (True, cjk) if cjk else (False, match.group())
+def _drop_apostrophes(text: str) -> str:
+    # Every _APOS_RE match touches an apostrophe: without one the text is returned as is.
+    return _APOS_RE.sub("", text) if "'" in text else text
 
 
 def _latin_tokens(normalized: str) -> list[str]:
@@ -598,9 +603,27 @@ _MIN_CJK_TERM, _MAX_CJK_TERM = 2, 8
 _MAX_CUE_CHARS = 128
 
 
-def _mask(regex: re.Pattern[str], text: str) -> str:
-    """Blank out every match with spaces of the same length (positions are kept)."""
-    return regex.sub(lambda m: " " * len(m.group()), text)
+# Exact prefilters: each pattern below cannot match a text without its trigger (a literal it
+# requires, or an ASCII digit), so a text without it skips the regex and gets the same result.
+# Most memories have no URL, quotation, code span or date; these checks cost a fraction of a
+# regex scan each. tests/core/test_ingest_equivalence.py checks each trigger against its regex.
+_DIGIT_RE = re.compile("[0-9]")
+_URL_TRIGGER = "://"
+
+
+def _has_digit(text: str) -> bool:
+    return _DIGIT_RE.search(text) is not None
+
+
+def _blank_match(match: re.Match[str]) -> str:
+    return " " * len(match.group())
+
+
+def _mask(regex: re.Pattern[str], text: str, trigger: str) -> str:
+    """Blank out every match with spaces of the same length (positions are kept).
+
+    ``trigger`` is a substring every match contains: without it nothing can match."""
+    return regex.sub(_blank_match, text) if trigger in text else text
 
 
 def _quote_cue(span: str) -> str | None:
@@ -621,8 +644,10 @@ def _command_cue(span: str) -> str | None:
 
 def _quoted_cues(text: str) -> list[str]:
     found: list[tuple[int, str]] = []
-    unfenced = _mask(_FENCE_RE, text)  # fenced blocks are code, not short quotations
-    for regex in _QUOTE_RES:
+    unfenced = _mask(_FENCE_RE, text, "```")  # fenced blocks are code, not short quotations
+    for regex, mark in zip(_QUOTE_RES, _QUOTE_MARKS, strict=True):
+        if mark not in unfenced:
+            continue
         for match in regex.finditer(unfenced):
             cues = [_quote_cue(match.group(1))]
             if match.group().startswith("`"):
@@ -650,11 +675,15 @@ def _identifier_cues(text: str) -> list[str]:
 
 
 def _url_hosts(text: str) -> list[str]:
+    if _URL_TRIGGER not in text:
+        return []
     return [m.group("host").strip(".") for m in _URL_RE.finditer(text)]
 
 
 def _number_cues(text: str) -> list[str]:
     out: list[str] = []
+    if not _has_digit(text):
+        return out
     for match in _NUMBER_RE.finditer(text):
         cur, num, unit = match.group("cur") or "", match.group("num"), match.group("unit") or ""
         if cur or unit or sum(c.isdigit() for c in num) >= 2:
@@ -678,6 +707,8 @@ def _date_cue(match: re.Match[str]) -> str | None:
 def _date_cues(text: str) -> tuple[list[str], str]:
     """Date cues (each followed by its year) and ``text`` with the dates blanked out."""
     found: list[tuple[int, str]] = []
+    if not _has_digit(text):  # every date pattern needs an ASCII digit (the year)
+        return [], text
 
     def blank(match: re.Match[str]) -> str:
         cue = _date_cue(match)
@@ -710,15 +741,16 @@ def _is_common(word: str) -> bool:
 def _capitalized_runs(text: str) -> list[list[str]]:
     """Maximal runs of name words separated only by spaces or tabs (not newlines)."""
     runs: list[list[str]] = [[]]
-    last_end = 0
-    for match in _ID_RE.finditer(text):
-        word = match.group() if _is_name_word(match.group()) else ""
-        gap = text[last_end : match.start()]
+    # split() with the identifier pattern as its one group gives [gap, token, gap, token, ...]
+    # (the same matches as finditer): each token with the text since the previous token.
+    pieces = _ID_SPLIT_RE.split(text)
+    for k in range(1, len(pieces), 2):
+        word = pieces[k] if _is_name_word(pieces[k]) else ""
+        gap = pieces[k - 1]
         if not word or not gap or gap.strip(" \t"):
             runs.append([])
         if word:
             runs[-1].append(word)
-        last_end = match.end()
     return [run for run in runs if run]
 
 
@@ -736,7 +768,9 @@ def _name_cues(content: str) -> list[str]:
     # Case matters here, so work on the original text (NFKC and punctuation only, no casefold);
     # code spans and URLs are not names.
     text = unicodedata.normalize("NFKC", content).translate(_PUNCT_TABLE)
-    text = _APOS_RE.sub("", _CODE_OR_URL_RE.sub(" | ", text))
+    if "`" in text or _URL_TRIGGER in text:
+        text = _CODE_OR_URL_RE.sub(" | ", text)
+    text = _drop_apostrophes(text)
     return [cue for run in _capitalized_runs(text) for cue in _run_cues(run)]
 
 
@@ -815,7 +849,7 @@ def derive_cues(content: str, *, limit: int = 48) -> list[str]:
     if limit <= 0:
         return []
     text = normalize(content)
-    rest = _mask(_URL_RE, text)
+    rest = _mask(_URL_RE, text, _URL_TRIGGER)
     dates, rest = _date_cues(rest)
     buckets = (
         _quoted_cues(text),
