@@ -48,6 +48,7 @@ __all__ = [
     "normalize",
     "query_units",
     "stem",
+    "word_stems",
     "words",
 ]
 
@@ -251,7 +252,25 @@ def normalize(text: str) -> str:
     """
     if len(text) <= _CACHED_CHARS:
         return _normalize_short(text)
+    if _is_normal_ascii(text):  # e.g. a memory's normalized text, tokenized again for indexing
+        return text
     return _normalize(text)
+
+
+def _is_normal_ascii(text: str) -> bool:
+    """Whether ``text`` is ASCII that :func:`normalize` returns unchanged (checked in C).
+
+    For printable lower-case ASCII every step of a pass is the identity (NFKC, casefold, the
+    table only maps non-ASCII and control characters) except the whitespace collapse, which is
+    too once spaces are single and inside."""
+    return (
+        text.isascii()
+        and text.isprintable()
+        and text == text.lower()
+        and "  " not in text
+        and text[:1] != " "
+        and text[-1:] != " "
+    )
 
 
 def _normalize(text: str) -> str:
@@ -485,6 +504,21 @@ def _expand(tokens: Iterable[str]) -> list[str]:
         out.append(token)
         out.extend(_parts(token))
     return out
+
+
+# No per-token cache beyond those of stem and _parts: bulk ingest meets a new token (a name, a
+# number) in most memories, and each cache entry is resident memory (measured: four more
+# per-token caches cost ~680 bytes per memory at 10,000 memories for ~4% more speed).
+def word_stems(normalized: str) -> set[str]:
+    """``{stem(w) for w in words(normalized)}`` for an already normalized text.
+
+    Args:
+        normalized: the output of :func:`normalize`.
+
+    Returns:
+        The set of stems (membership tests only; never iterated for an output order).
+    """
+    return {stem(w) for w in _expand(_latin_tokens(normalized))}
 
 
 def words(text: str) -> list[str]:
