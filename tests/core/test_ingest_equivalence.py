@@ -120,3 +120,14 @@ def test_text_taken_as_already_normal_is_a_fixed_point_of_normalize(text: str) -
     if text_module._is_normal_ascii(text):
         assert text_module._normalize(text) == text
     assert normalize(text) == text_module._normalize(text)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.one_of(
+        MIXED_TEXT,
+        st.text(alphabet=st.sampled_from(["'", "a", "B", "é", "1", "_", " ", "-", "超"]), max_size=30),
+    )
+)
+def test_dropping_apostrophe_letters_matches_the_regex_substitution(text: str) -> None:
+    assert text_module._drop_apostrophes(text) == text_module._APOS_RE.sub("", text)
