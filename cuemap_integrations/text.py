@@ -484,7 +484,9 @@ def _drop_apostrophes(text: str) -> str:
         quote = text.find("'", quote + 1)
     if not drop:
         return text
-    pieces = [text[start + 1 : end] for start, end in zip([-1, *drop], [*drop, len(text)], strict=True)]
+    pieces = [
+        text[start + 1 : end] for start, end in zip([-1, *drop], [*drop, len(text)], strict=True)
+    ]
     return "".join(pieces)
 
 

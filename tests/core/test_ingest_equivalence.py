@@ -95,7 +95,10 @@ _TEXT_GUARDS = [
     (text_module._FENCE_RE, ("```",)),
     (text_module._APOS_RE, ("'",)),
     (text_module._NUMBER_RE, tuple("0123456789")),
-    *((regex, (mark,)) for regex, mark in zip(text_module._QUOTE_RES, text_module._QUOTE_MARKS, strict=True)),
+    *(
+        (regex, (mark,))
+        for regex, mark in zip(text_module._QUOTE_RES, text_module._QUOTE_MARKS, strict=True)
+    ),
     *((regex, tuple("0123456789")) for regex in text_module._DATE_RES),
 ]
 
@@ -126,7 +129,9 @@ def test_text_taken_as_already_normal_is_a_fixed_point_of_normalize(text: str) -
 @given(
     st.one_of(
         MIXED_TEXT,
-        st.text(alphabet=st.sampled_from(["'", "a", "B", "é", "1", "_", " ", "-", "超"]), max_size=30),
+        st.text(
+            alphabet=st.sampled_from(["'", "a", "B", "é", "1", "_", " ", "-", "超"]), max_size=30
+        ),
     )
 )
 def test_dropping_apostrophe_letters_matches_the_regex_substitution(text: str) -> None:
