@@ -518,7 +518,11 @@ def _parts(token: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _expand(tokens: Iterable[str]) -> list[str]:
+def _expand(tokens: list[str]) -> list[str]:
+    # Only identifiers (a separator inside) have parts; most texts have none, and map/any over
+    # the cached test runs in C instead of a Python loop over every token.
+    if not any(map(_is_identifier, tokens)):
+        return list(tokens)
     out: list[str] = []
     for token in tokens:
         out.append(token)
@@ -538,7 +542,7 @@ def word_stems(normalized: str) -> set[str]:
     Returns:
         The set of stems (membership tests only; never iterated for an output order).
     """
-    return {stem(w) for w in _expand(_latin_tokens(normalized))}
+    return set(map(stem, _expand(_latin_tokens(normalized))))
 
 
 def words(text: str) -> list[str]:
@@ -719,8 +723,8 @@ def _is_salient_identifier(token: str) -> bool:
 
 def _identifier_cues(text: str) -> list[str]:
     out: list[str] = []
-    for token in _latin_tokens(text):
-        if not _is_identifier(token) or not _is_salient_identifier(token):
+    for token in filter(_is_identifier, _latin_tokens(text)):
+        if not _is_salient_identifier(token):
             continue
         out.append(token)
         if "/" in token:  # path segments that are identifiers themselves: clear-cache, main.py
@@ -848,11 +852,12 @@ def _is_salient_word(word: str) -> bool:
 
 
 def _salient_cues(text: str) -> list[str]:
-    return [w for w in _expand(_latin_tokens(text)) if _is_salient_word(w)]
+    return list(filter(_is_salient_word, _expand(_latin_tokens(text))))
 
 
 def _is_valid_cue(cue: str) -> bool:
-    return 0 < len(cue) <= _MAX_CUE_CHARS and any(c.isalnum() for c in cue)
+    # isalnum() first: true for most cues (words), and then any() would say the same.
+    return 0 < len(cue) <= _MAX_CUE_CHARS and (cue.isalnum() or any(c.isalnum() for c in cue))
 
 
 def _first_unique(buckets: Iterable[Iterable[str]], limit: int) -> list[str]:
