@@ -455,14 +455,11 @@ def stem(word: str) -> str:
 
 
 @functools.lru_cache(maxsize=32)  # cue derivation, indexing and BM25 scan one text in turn
-def _scan(normalized: str) -> tuple[tuple[bool, str], ...]:
-    """``(is_cjk_run, chunk)`` pairs in text order: Latin identifiers and CJK runs."""
+def _scan(normalized: str) -> tuple[tuple[str, str], ...]:
+    """``(identifier, cjk_run)`` pairs in text order, exactly one of the two non-empty."""
     # findall (one tuple per match, no Match objects) is the hot path of bulk ingest; both groups
     # match non-empty text only, so an empty "cjk" group means the identifier group matched.
-    return tuple(
-        (True, cjk) if cjk else (False, ident)
-        for ident, cjk in _SCAN_RE.findall(_drop_apostrophes(normalized))
-    )
+    return tuple(_SCAN_RE.findall(_drop_apostrophes(normalized)))
 
 
 def _drop_apostrophes(text: str) -> str:
@@ -491,7 +488,7 @@ def _drop_apostrophes(text: str) -> str:
 
 
 def _latin_tokens(normalized: str) -> list[str]:
-    return [chunk for cjk, chunk in _scan(normalized) if not cjk]
+    return [ident for ident, _ in _scan(normalized) if ident]
 
 
 @functools.lru_cache(maxsize=_CACHE_SIZE)
@@ -602,8 +599,8 @@ def content_terms(text: str) -> list[str]:
         ['order', '超', '超时', '时', '时了']
     """
     terms: list[str] = []
-    for cjk, chunk in _scan(normalize(text)):
-        terms.extend(_cjk_terms(chunk) if cjk else _latin_terms(chunk))
+    for ident, cjk in _scan(normalize(text)):
+        terms.extend(_cjk_terms(cjk) if cjk else _latin_terms(ident))
     return terms
 
 
@@ -633,15 +630,15 @@ def query_units(text: str) -> list[str]:
 
 def _query_units(text: str) -> list[str]:
     units: list[str] = []
-    for cjk, chunk in _scan(normalize(text)):
+    for ident, cjk in _scan(normalize(text)):
         if cjk:
-            units.extend(chunk)
-        elif chunk in STOP_WORDS:
+            units.extend(cjk)
+        elif ident in STOP_WORDS:
             # Marked, so a stop word never meets a content word with the same stem
             # ("on" vs "one" -> "on"); cues containing stop words still match verbatim.
-            units.append(_STOP_MARK + chunk)
+            units.append(_STOP_MARK + ident)
         else:
-            units.append(stem(chunk))
+            units.append(stem(ident))
     return units
 
 
