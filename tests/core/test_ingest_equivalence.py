@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from cuemap_integrations import redact as redact_module
 from cuemap_integrations import text as text_module
-from cuemap_integrations.text import normalize, stem, word_stems, words
+from cuemap_integrations.text import content_terms, normalize, stem, word_stems, words
 from tests.core.ingest_corpus import FRAGMENTS, corpus, store_digest, text_digest
 
 # Both computed by running ingest_corpus on commit 1527219 (before the speed-ups).
@@ -136,3 +136,29 @@ def test_text_taken_as_already_normal_is_a_fixed_point_of_normalize(text: str) -
 )
 def test_dropping_apostrophe_letters_matches_the_regex_substitution(text: str) -> None:
     assert text_module._drop_apostrophes(text) == text_module._APOS_RE.sub("", text)
+
+
+ASCII_TEXT = st.one_of(
+    MIXED_TEXT.map(lambda t: t.encode("ascii", "ignore").decode()),
+    st.text(alphabet=st.characters(max_codepoint=0x7F), max_size=90),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(ASCII_TEXT)
+def test_ascii_identifier_patterns_find_what_the_full_patterns_find(text: str) -> None:
+    pairs = text_module._SCAN_RE.findall(text)
+    assert text_module._ASCII_ID_RE.findall(text) == [ident for ident, _ in pairs]
+    assert text_module._ASCII_ID_SPLIT_RE.split(text) == text_module._ID_SPLIT_RE.split(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(MIXED_TEXT, ASCII_TEXT))
+def test_latin_tokens_and_terms_are_those_of_the_full_scan(text: str) -> None:
+    normalized = normalize(text)
+    pairs = text_module._scan(normalized)
+    assert list(text_module._latin_tokens(normalized)) == [i for i, _ in pairs if i]
+    expected = []
+    for ident, cjk in pairs:
+        expected += text_module._cjk_terms(cjk) if cjk else text_module._latin_terms(ident)
+    assert content_terms(text) == expected
