@@ -35,7 +35,7 @@ import sys
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from datetime import date
-from itertools import chain
+from itertools import chain, compress
 from typing import TypeAlias
 
 __all__ = [
@@ -811,18 +811,25 @@ def _is_common(word: str) -> bool:
 
 def _capitalized_runs(text: str) -> list[list[str]]:
     """Maximal runs of name words separated only by spaces or tabs (not newlines)."""
-    runs: list[list[str]] = [[]]
     # split() with the identifier pattern as its one group gives [gap, token, gap, token, ...]
-    # (the same matches as finditer): each token with the text since the previous token.
+    # (the same matches as finditer), so gaps[i] is the text between tokens i - 1 and i.
     pieces = (_ASCII_ID_SPLIT_RE if text.isascii() else _ID_SPLIT_RE).split(text)
-    for k in range(1, len(pieces), 2):
-        word = pieces[k] if _is_name_word(pieces[k]) else ""
-        gap = pieces[k - 1]
-        if not word or not gap or gap.strip(" \t"):
-            runs.append([])
-        if word:
-            runs[-1].append(word)
-    return [run for run in runs if run]
+    tokens, gaps = pieces[1::2], pieces[0::2]
+    runs: list[list[str]] = []
+    current: list[str] = []
+    last = -2
+    # Only the name words are visited (compress/map run in C): any other token between two of
+    # them ends a run, which is what ``i != last + 1`` says.
+    for i in compress(range(len(tokens)), map(_is_name_word, tokens)):
+        gap = gaps[i]
+        if current and (i != last + 1 or not gap or gap.strip(" \t")):
+            runs.append(current)
+            current = []
+        current.append(tokens[i])
+        last = i
+    if current:
+        runs.append(current)
+    return runs
 
 
 def _run_cues(run: list[str]) -> list[str]:

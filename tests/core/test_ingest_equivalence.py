@@ -162,3 +162,31 @@ def test_latin_tokens_and_terms_are_those_of_the_full_scan(text: str) -> None:
     for ident, cjk in pairs:
         expected += text_module._cjk_terms(cjk) if cjk else text_module._latin_terms(ident)
     assert content_terms(text) == expected
+
+
+def _runs_before(text: str) -> list[list[str]]:
+    """_capitalized_runs as it was before the speed-ups (one list per token, then filtered)."""
+    runs: list[list[str]] = [[]]
+    last_end = 0
+    for match in re.finditer(text_module._ID, text):
+        word = match.group() if text_module._is_name_word(match.group()) else ""
+        gap = text[last_end : match.start()]
+        if not word or not gap or gap.strip(" \t"):
+            runs.append([])
+        if word:
+            runs[-1].append(word)
+        last_end = match.end()
+    return [run for run in runs if run]
+
+
+_NAME_PIECES = st.sampled_from(
+    ["Ana", "New", "York", "API", "EC2", "the", "GB", "May", "x", "Ñandú", "北京", "2FA", "a-b"]
+)
+_NAME_GAPS = st.sampled_from([" ", "  ", "\t", "\n", ", ", "", "-", " / "])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(MIXED_TEXT, st.lists(st.tuples(_NAME_PIECES, _NAME_GAPS), max_size=12)))
+def test_name_runs_match_the_loop_before_the_speed_ups(draw: str | list[tuple[str, str]]) -> None:
+    text = draw if isinstance(draw, str) else "".join(word + gap for word, gap in draw)
+    assert text_module._capitalized_runs(text) == _runs_before(text)
