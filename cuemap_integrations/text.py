@@ -259,6 +259,8 @@ def normalize(text: str) -> str:
         return _normalize_short(text)
     if _is_normal_ascii(text):  # e.g. a memory's normalized text, tokenized again for indexing
         return text
+    if len(text) <= _RECENT_CHARS:
+        return _normalize_recent(text)
     return _normalize(text)
 
 
@@ -292,6 +294,11 @@ def _normalize(text: str) -> str:
 
 
 _normalize_short = functools.lru_cache(maxsize=_CACHE_SIZE)(_normalize)
+# Indexing one memory normalizes its content more than once (its index keys, its duplicate key):
+# a few recent long texts are enough for those calls to meet. Texts up to 4,096 characters only,
+# so the cache never holds more than about a megabyte.
+_RECENT_CHARS = 4096
+_normalize_recent = functools.lru_cache(maxsize=32)(_normalize)
 
 
 def is_cjk(ch: str) -> bool:
