@@ -53,11 +53,12 @@ class AliasTable:
         memory does not scan all of it with the lexicon. Same terms as :meth:`find`."""
         found: list[str] = []
         units: str | None = None
+        cjk_possible = not normalized.isascii()  # a CJK term is never inside ASCII text
         for term, key, phrase in self._probes():
             if key is not None:
                 hit = key in stems
             elif phrase is None:
-                hit = term in normalized
+                hit = cjk_possible and term in normalized
             elif phrase.split()[0] in stems or phrase.split()[0].startswith("\x00"):
                 if units is None:
                     units = " " + " ".join(query_units(normalized)) + " "

@@ -46,7 +46,7 @@ from .results import ConflictNote, Hit, NoteKind, RecallResult, RecallTrace
 from .sessions import open_sessions
 from .store import SessionStore, SharedStore, Store, open_store
 from .sync import ChangeFeed, RemoteChanges, SyncMode, check_sync
-from .text import content_terms, derive_cues, normalize, stem, words
+from .text import content_terms, derive_cues, normalize, word_stems
 from .threads import Threads
 from .validation import build_filters, check_recall_args, id_list, normalized_list
 
@@ -213,7 +213,7 @@ class CueMap:
     # ----------------------------------------------------------------- indexing
     def _index_keys(self, record: MemoryRecord) -> tuple[list[str], list[str], list[str]]:
         text = normalize(record.content)
-        stems = {stem(w) for w in words(text)}
+        stems = word_stems(text)
         cues = self.aliases.expand([*record.cues, *self.aliases.find_in(text, stems)])
         return cues, list(record.tags), content_terms(text)
 

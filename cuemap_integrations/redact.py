@@ -416,13 +416,45 @@ def _screen_pattern() -> re.Pattern[str]:
 
 
 # Exact shortcut: if no rule matches the unmasked text, nothing is ever blanked, so no rule can
-# match later either. Most memories hold no secret; this keeps them to one regex scan.
+# match later either. Most memories hold no secret. _SCREEN (one alternation of every rule) says
+# so in one scan, but that scan costs ~150 us on a 230-character turn; :func:`_may_match` gives
+# the same answer by searching only the rules whose trigger occurs in the text (~10 us). _SCREEN
+# stays as the reference the tests compare it with.
 _SCREEN = _screen_pattern()
+
+# Per rule of PATTERNS, in order: literals of which every match contains at least one. For the
+# case-insensitive rules they are lower case and are looked up in the text folded by _FOLD plus
+# lower(): under re.IGNORECASE an ASCII letter also matches exactly these four non-ASCII letters.
+_TRIGGERS: tuple[tuple[str, ...], ...] = (
+    ("-----BEGIN",), ("://",), ("eyJ",), ("authorization",), ("bearer",), ("sk-",),
+    ("gh", "github_pat_"), ("glpat-",), ("xox",), ("_live_", "_test_"), ("AKIA", "ASIA"),
+    ("AIza",), ("hf_",), ("npm_",), ("SG.",), ("aws",), ("pass", "pwd"), ("password",),
+    ("密码", "密碼", "口令"), ("key", "token", "secret", "credential"),
+    ("api", "密钥", "秘钥", "令牌"), ("@",), ("18", "19", "20"), ("+",), ("1",), ("-", "."),
+)  # fmt: skip
+_FOLD = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
+_RULES = tuple(
+    (pattern, triggers, bool(pattern.flags & re.IGNORECASE))
+    for (_, pattern), triggers in zip(PATTERNS, _TRIGGERS, strict=True)
+)
+
+
+def _may_match(text: str) -> bool:
+    """Whether some rule matches ``text`` (the answer of ``_SCREEN.search``, found faster)."""
+    folded = text.translate(_FOLD).lower()
+    for pattern, triggers, nocase in _RULES:
+        haystack = folded if nocase else text
+        for trigger in triggers:  # a plain loop: any() with a generator costs more here
+            if trigger in haystack:
+                if pattern.search(text) is not None:
+                    return True
+                break
+    return False
 
 
 def _find(text: str, policy: RedactionPolicy) -> list[_Hit]:
     """Every span to act on, in text order; each rule sees earlier claims blanked out."""
-    if "<" not in text and _SCREEN.search(text) is None:
+    if "<" not in text and not _may_match(text):
         return []
     private = SecretClass.PRIVATE_SPAN
     spans = list(_private_spans(text))
