@@ -27,7 +27,8 @@ test: $(VENV)/.test-installed
 	$(PY) -m pytest -q
 
 lint: $(VENV)/.test-installed
-	$(PY) -m ruff check cuemap_integrations adapters tests examples
+	$(PY) -m ruff check cuemap_integrations adapters tests examples benchmarks
+	$(PY) -m ruff format --check cuemap_integrations adapters tests examples benchmarks
 	$(PY) -m mypy
 
 clean:

@@ -44,11 +44,15 @@ def main() -> None:
     for batch in batches(corpus, 7, 0, args.size):
         store.add_many(batch)
     queries = queries_for(corpus, 7, args.queries)
+
     def use(array_min: int, narrow_min: int) -> Callable[[], None]:
         return lambda: (
-            setattr(arrays, "ARRAY_MIN_MEMORIES", array_min),
-            setattr(arrays, "NARROW_MIN_MEMORIES", narrow_min),
-        ) and None
+            (
+                setattr(arrays, "ARRAY_MIN_MEMORIES", array_min),
+                setattr(arrays, "NARROW_MIN_MEMORIES", narrow_min),
+            )
+            and None
+        )
 
     modes = {
         "arrays, narrowed": use(0, 0),

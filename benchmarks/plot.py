@@ -27,10 +27,17 @@ def plot_scale(report: dict[str, Any], out: Path) -> None:
     sizes = [row["size"] for row in rows]
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
     for label, key in (("p50", "p50"), ("p95", "p95")):
-        left.plot(sizes, [r["cuemap"]["recall_ms"][key] for r in rows], marker="o", label=f"cuemap {label}")
+        left.plot(
+            sizes,
+            [r["cuemap"]["recall_ms"][key] for r in rows],
+            marker="o",
+            label=f"cuemap {label}",
+        )
         left.plot(sizes, [r["bm25s"]["query_ms"][key] for r in rows if "bm25s" in r], marker="s",
                   linestyle="--", label=f"bm25s {label}")  # fmt: skip
-    right.plot(sizes, [r["cuemap"]["ingest_per_s"] for r in rows], marker="o", label="cuemap (memory)")
+    right.plot(
+        sizes, [r["cuemap"]["ingest_per_s"] for r in rows], marker="o", label="cuemap (memory)"
+    )
     right.plot(sizes, [r["cuemap"]["durable_file"]["ingest_per_s"] for r in rows], marker="o",
                label="cuemap (SQLite, durable)")  # fmt: skip
     right.plot(sizes, [r["bm25s"]["build_per_s"] for r in rows if "bm25s" in r], marker="s",

@@ -160,4 +160,3 @@ class NamespaceIndex:
             self._drop("tag", tag, seq)
         for term in (*doc.term_names, *doc.context_names):
             self._drop("term", term, seq)
-

@@ -156,7 +156,7 @@ def test_session_continues_across_separate_invocations(cli: Cli) -> None:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="rules cannot tell that \"ran\" ~ \"run\" or that a curl call is a \"command\"; the "
+    reason='rules cannot tell that "ran" ~ "run" or that a curl call is a "command"; the '
     "dense fallback (issue 5) is what reaches it; remove this marker when hybrid recall lands "
     "and this test uses it",
 )
@@ -440,7 +440,7 @@ def test_every_subcommand_help_has_an_example(run: Cli) -> None:
         assert result.code == 0 and "Example:" in result.out, name
         assert ("--db" in result.out) == opens_a_store, name
         nested = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-        for sub_name, sub in (nested[0].choices.items() if nested else ()):
+        for sub_name, sub in nested[0].choices.items() if nested else ():
             assert "Example:" in sub.format_help(), f"{name} {sub_name}"
 
 

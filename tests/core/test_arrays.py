@@ -22,8 +22,9 @@ pytest.importorskip("numpy")
 @contextmanager
 def arrays_for_every_size(narrow: bool = True) -> Iterator[None]:
     """Arrays (and, with ``narrow``, MaxScore narrowing) whatever the namespace's size."""
-    with mock.patch.object(arrays, "ARRAY_MIN_MEMORIES", 0), mock.patch.object(
-        arrays, "NARROW_MIN_MEMORIES", 0 if narrow else 10**12
+    with (
+        mock.patch.object(arrays, "ARRAY_MIN_MEMORIES", 0),
+        mock.patch.object(arrays, "NARROW_MIN_MEMORIES", 0 if narrow else 10**12),
     ):
         yield
 
@@ -44,7 +45,9 @@ def assert_same(got: list[tuple[str, float]], expected: list[tuple[str, float]])
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     seed=st.integers(0, 10_000),
-    query=st.lists(st.sampled_from([*WORDS, "订单", "超时", "缓存", "the", "what"]), min_size=1, max_size=6),
+    query=st.lists(
+        st.sampled_from([*WORDS, "订单", "超时", "缓存", "the", "what"]), min_size=1, max_size=6
+    ),
     k=st.integers(1, 12),
     types=st.one_of(st.none(), st.lists(st.sampled_from(TYPES), min_size=1, max_size=3)),
     since_day=st.one_of(st.none(), st.integers(1, 28)),

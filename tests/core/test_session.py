@@ -138,7 +138,12 @@ def test_a_memory_gets_less_help_from_its_own_carried_cues() -> None:
 def test_carried_cues_too_common_to_tell_memories_apart_are_dropped() -> None:
     def session_parts(share: float) -> dict[str, float]:
         cm = CueMap(config={"carry_max_share": share, "carry_min_df": 1, "feedback_hits": 0})
-        cm.add_many([{"content": f"team note {i} about the release", "memory_id": f"n{i}"} for i in range(40)])
+        cm.add_many(
+            [
+                {"content": f"team note {i} about the release", "memory_id": f"n{i}"}
+                for i in range(40)
+            ]
+        )
         cm.add("The zebra migration runbook", memory_id="zebra")
         cm.add("Zebra migration needs the team on call", memory_id="oncall")
         session = cm.session("s")

@@ -61,7 +61,9 @@ def ranked(cm: CueMap, query: str, k: int, prune: bool, **filter_args) -> list[t
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     seed=st.integers(0, 10_000),
-    query=st.lists(st.sampled_from([*WORDS, "订单", "超时", "缓存", "the", "what"]), min_size=1, max_size=6),
+    query=st.lists(
+        st.sampled_from([*WORDS, "订单", "超时", "缓存", "the", "what"]), min_size=1, max_size=6
+    ),
     k=st.integers(1, 12),
     types=st.one_of(st.none(), st.lists(st.sampled_from(TYPES), min_size=1, max_size=3)),
 )
@@ -88,7 +90,10 @@ def test_sessions_and_skip_shown_rank_the_same_with_pruning() -> None:
     full.config = full.config.with_changes(prune=False)
     turns = ["order cache redis", "how did we fix it", "caroline painting", "订单超时", "festival"]
     for skip in (False, True):
-        a, b = pruned.session(f"s{skip}", skip_shown=skip), full.session(f"s{skip}", skip_shown=skip)
+        a, b = (
+            pruned.session(f"s{skip}", skip_shown=skip),
+            full.session(f"s{skip}", skip_shown=skip),
+        )
         for query in turns:
             assert a.recall(query, k=5).memory_ids == b.recall(query, k=5).memory_ids
 

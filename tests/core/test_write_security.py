@@ -81,7 +81,9 @@ def test_capture_stores_redacted_memories_and_recaptures_without_duplicates(cm: 
     again = cm.capture(turns, session_id="t1")
     assert [r.memory_id for r in again.records] == [r.memory_id for r in first.records]
     assert len(cm) == len(first.records)
-    renamed = cm.capture([{"role": "user", "content": "From now on call me Samantha."}], session_id="t2")
+    renamed = cm.capture(
+        [{"role": "user", "content": "From now on call me Samantha."}], session_id="t2"
+    )
     (new,) = renamed.records
     assert new.key == "user.display_name" and new.supersedes is not None
     assert cm.get(new.supersedes).superseded_by == new.memory_id
