@@ -19,6 +19,8 @@ import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .topk import _Gain, _TermGain  # topk imports this module lazily: no cycle
+
 if TYPE_CHECKING:
     from .config import RecallConfig
     from .index import IndexedDoc, NamespaceIndex
@@ -122,6 +124,8 @@ class ArrayView:
         self.type_code = np.zeros(capacity, dtype=np.int32)
         self.size = 0
         self.lists: dict[tuple[str, str], _Growable] = {}
+        # concept unions, asked for the idf and again for the selection; any change clears it
+        self._unions: dict[tuple[tuple[str, str], ...], Any] = {}
         self._position = np.full(capacity, -1, dtype=np.int64)
         for seq, doc in index.docs.items():
             self.set_doc(seq, doc)
@@ -150,12 +154,14 @@ class ArrayView:
         mirrored = self.lists.get((kind, key))
         if mirrored is not None:
             mirrored.append(self.slot_of[seq], value)
+            self._unions.clear()  # unions are made of mirrored lists only
 
     def drop(self, kind: str, key: str, seq: int) -> None:
         """A posting was removed from the index."""
         mirrored = self.lists.get((kind, key))
         if mirrored is not None:
             mirrored.drop(self.slot_of[seq])
+            self._unions.clear()
 
     # -------------------------------------------------------------- read by queries
     def postings(self, kind: str, key: str) -> tuple[Any, Any]:
@@ -183,14 +189,22 @@ class ArrayView:
         (then ``values`` is None: a concept's gain does not depend on which member matched)."""
         if len(keys) == 1:
             return self.postings(*keys[0])
+        held = self._unions.get(tuple(keys))
+        if held is None:
+            if len(self._unions) >= 1024:  # many distinct concepts and no write: start over
+                self._unions.clear()
+            held = self._unions[tuple(keys)] = self._union(keys)
+        return held, None
+
+    def _union(self, keys: Sequence[tuple[str, str]]) -> Any:
         np = _np()
         lists = [self.postings(kind, key)[0] for kind, key in keys]
         if sum(map(len, lists)) * 16 < self.size:  # short: sorting them beats a pass over size
-            return _unique(np.concatenate(lists)), None
+            return _unique(np.concatenate(lists))
         seen = np.zeros(self.size, dtype=bool)
         for slots in lists:
             seen[slots] = True
-        return np.flatnonzero(seen), None
+        return np.flatnonzero(seen)
 
     def errors(self) -> list[str]:
         """Differences between the mirrored lists and the index (empty when in step)."""
@@ -221,8 +235,6 @@ class _Entry:
 
     def gains(self, view: ArrayView, slots: Any, values: Any) -> Any:
         """The list's gain for these of its slots, as the Python pass computes it."""
-        from .topk import _Gain, _TermGain
-
         np = _np()
         gain = self.lst.gain
         if isinstance(gain, _TermGain):

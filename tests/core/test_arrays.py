@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from cuemap_integrations import CueMap, arrays
 
 from ..conftest import T0
-from .test_topk import TYPES, WORDS, _store, build, ranked
+from .test_topk import KS, QUERIES, SEEDS, TYPE_FILTERS, TYPES, _store, build, ranked
 
 pytest.importorskip("numpy")
 
@@ -44,12 +44,10 @@ def assert_same(got: list[tuple[str, float]], expected: list[tuple[str, float]])
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    seed=st.integers(0, 10_000),
-    query=st.lists(
-        st.sampled_from([*WORDS, "订单", "超时", "缓存", "the", "what"]), min_size=1, max_size=6
-    ),
-    k=st.integers(1, 12),
-    types=st.one_of(st.none(), st.lists(st.sampled_from(TYPES), min_size=1, max_size=3)),
+    seed=SEEDS,
+    query=QUERIES,
+    k=KS,
+    types=TYPE_FILTERS,
     since_day=st.one_of(st.none(), st.integers(1, 28)),
     narrow=st.booleans(),
 )

@@ -58,15 +58,16 @@ def ranked(cm: CueMap, query: str, k: int, prune: bool, **filter_args) -> list[t
     return [(h.memory_id, round(h.score, 9)) for h in hits]
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    seed=st.integers(0, 10_000),
-    query=st.lists(
-        st.sampled_from([*WORDS, "订单", "超时", "缓存", "the", "what"]), min_size=1, max_size=6
-    ),
-    k=st.integers(1, 12),
-    types=st.one_of(st.none(), st.lists(st.sampled_from(TYPES), min_size=1, max_size=3)),
+SEEDS = st.integers(0, 10_000)
+QUERIES = st.lists(
+    st.sampled_from([*WORDS, "订单", "超时", "缓存", "the", "what"]), min_size=1, max_size=6
 )
+KS = st.integers(1, 12)
+TYPE_FILTERS = st.one_of(st.none(), st.lists(st.sampled_from(TYPES), min_size=1, max_size=3))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=SEEDS, query=QUERIES, k=KS, types=TYPE_FILTERS)
 def test_pruned_ranking_equals_exhaustive(seed: int, query: list[str], k: int, types) -> None:
     cm = _store(seed % 5, 400)  # few distinct stores, many queries
     text = " ".join(query)
