@@ -35,12 +35,16 @@ __all__ = ["ARRAY_MIN_MEMORIES", "NARROW_MIN_MEMORIES", "ArrayView", "select", "
 ARRAY_MIN_MEMORIES = 2000
 
 # MaxScore narrowing (``_narrowed``) skips work proportional to the namespace size but adds a
-# fixed cost per list: CPU medians per recall (`cuemap bench scale` corpus), narrowed vs dense:
-# 4.6 vs 4.1 ms at 30k, 12 vs 10 ms at 100k, 22 vs 35 ms at 300k memories.
-NARROW_MIN_MEMORIES = 150_000
+# few checks per query: CPU medians (p95) per recall, narrowed vs dense, on the `cuemap bench
+# scale` corpus, both interleaved query by query in one process: 3k 2.06 (2.92) vs 1.97 (3.13) ms,
+# 10k 2.56 (3.88) vs 2.53 (4.28), 30k 3.20 (4.48) vs 3.03 (6.63), 100k 6.62 (12.3) vs 7.63 (18.0).
+NARROW_MIN_MEMORIES = 50_000
 
 _EPSILON = 1e-9  # NumPy and Python sum a memory's parts in different orders: keep near-ties
-_BIG_SHIFT = 1.0  # tag-only matches rank after every other match (see ranking.rank)
+_BIG_SHIFT = 1.0
+# Narrowing reads the rare lists sparsely (sorting their union); once they hold more than
+# 1/_SPARSE_SHARE of the namespace's size in postings, one dense pass over it is cheaper.
+_SPARSE_SHARE = 4  # tag-only matches rank after every other match (see ranking.rank)
 
 _numpy: Any = None
 
@@ -76,13 +80,20 @@ def _unique(values: Any) -> Any:
 
 
 class _Growable:
-    """One posting list as parallel arrays ``slots`` / ``values`` with spare capacity."""
+    """One posting list as parallel arrays ``slots`` / ``values`` with spare capacity.
 
-    __slots__ = ("size", "slots", "values")
+    Slots are kept in ascending order: new memories get ever larger slots, so appending keeps
+    it; a re-indexed memory (its old, smaller slot) marks the list unsorted and the next read
+    sorts it once. Sorted lists let a query probe a long list for a few candidates by binary
+    search instead of reading all of it (:meth:`_Entry.probe`).
+    """
+
+    __slots__ = ("ordered", "size", "slots", "values")
 
     def __init__(self, slots: Any, values: Any) -> None:
         self.size = len(slots)
         self.slots, self.values = slots, values
+        self.ordered = False
 
     def append(self, slot: int, value: float) -> None:
         if self.size == len(self.slots):
@@ -90,19 +101,28 @@ class _Growable:
             capacity = max(8, 2 * self.size)
             self.slots = np.resize(self.slots, capacity)
             self.values = np.resize(self.values, capacity)
+        if self.size and slot < self.slots[self.size - 1]:
+            self.ordered = False
         self.slots[self.size], self.values[self.size] = slot, value
         self.size += 1
 
     def drop(self, slot: int) -> None:
-        """Remove ``slot`` by moving the last entry into its place (order is irrelevant)."""
+        """Remove ``slot``, shifting the entries after it (the order is kept)."""
         where = _np().flatnonzero(self.slots[: self.size] == slot)
         if len(where):
             at, last = int(where[0]), self.size - 1
-            self.slots[at], self.values[at] = self.slots[last], self.values[last]
+            self.slots[at:last] = self.slots[at + 1 : self.size]
+            self.values[at:last] = self.values[at + 1 : self.size]
             self.size = last
 
     def arrays(self) -> tuple[Any, Any]:
-        return self.slots[: self.size], self.values[: self.size]
+        """``(slots, values)``, slots ascending."""
+        slots, values = self.slots[: self.size], self.values[: self.size]
+        if not self.ordered:
+            order = _np().argsort(slots, kind="stable")
+            slots[:], values[:] = slots[order], values[order]
+            self.ordered = True
+        return slots, values
 
 
 class ArrayView:
@@ -126,7 +146,6 @@ class ArrayView:
         self.lists: dict[tuple[str, str], _Growable] = {}
         # concept unions, asked for the idf and again for the selection; any change clears it
         self._unions: dict[tuple[tuple[str, str], ...], Any] = {}
-        self._position = np.full(capacity, -1, dtype=np.int64)
         for seq, doc in index.docs.items():
             self.set_doc(seq, doc)
 
@@ -174,15 +193,6 @@ class ArrayView:
             values = np.fromiter(bucket.values(), dtype=np.float64, count=len(bucket))
             mirrored = self.lists[(kind, key)] = _Growable(slots, values)
         return mirrored.arrays()
-
-    def positions(self, slots: Any) -> Any:
-        """A slot -> position map (-1 elsewhere) for these sorted, unique slots; the caller
-        sets it back to -1 at ``slots`` when done (it is reused, so never costs O(size))."""
-        np = _np()
-        if len(self._position) < self.size:
-            self._position = np.full(2 * self.size, -1, dtype=np.int64)
-        self._position[slots] = np.arange(len(slots))
-        return self._position
 
     def union(self, keys: Sequence[tuple[str, str]]) -> tuple[Any, Any]:
         """``(slots, values)`` of one list, or of several (a concept) with each memory once
@@ -250,42 +260,68 @@ class _Entry:
         seqs = view.seq_at[slots]  # an unknown gain: ask it memory by memory
         return np.fromiter((gain(int(s)) for s in seqs), dtype=np.float64, count=len(slots))
 
-    def restricted(self, view: ArrayView, position: Any) -> tuple[Any, Any]:
-        """``(positions, gains)`` for the candidates only (``position[slot]`` is -1 elsewhere)."""
-        at = position[self.slots]
-        inside = at >= 0
-        values = None if self.values is None else self.values[inside]
-        return at[inside], self.gains(view, self.slots[inside], values)
+    def within(self, view: ArrayView, cand: Any) -> tuple[Any, Any]:
+        """``(positions in cand, gains)`` of the candidates this list holds.
+
+        ``cand`` and the list's slots are both ascending, so either side is binary-searched in
+        the other, whichever is shorter: a long list costs only the few candidates probed.
+        """
+        np = _np()
+        slots, values = self.slots, self.values
+        if not len(slots) or not len(cand):
+            return np.empty(0, dtype=np.int64), np.empty(0)
+        if len(cand) < len(slots):
+            at = np.minimum(np.searchsorted(slots, cand), len(slots) - 1)
+            found = np.flatnonzero(slots[at] == cand)
+            held = cand[found]
+            values = None if values is None else values[at[found]]
+        else:
+            at = np.minimum(np.searchsorted(cand, slots), len(cand) - 1)
+            inside = cand[at] == slots
+            found, held = at[inside], slots[inside]
+            values = None if values is None else values[inside]
+        return found, self.gains(view, held, values)
 
 
 class _Sums:
-    """Per-position sums of a query's lists: weighted linear part, session raw, and presence."""
-
-    # presence is counted in one bincount: cue/content lists add 1, tag lists 1024, session
-    # lists 1024**2 (a query has far fewer than 1024 lists of a kind)
-    _CODE = {"cue": 1.0, "content": 1.0, "tag": 1024.0, "session": 1024.0**2}
+    """Per-position sums of a query's lists: the weighted linear part (cue, tag, content), the
+    raw session part, and how many cue/tag/content lists reach each position."""
 
     def __init__(self, parts: Sequence[tuple[str, Any, Any]], size: int, cfg: RecallConfig):
         np = _np()
         w = cfg.weights
-        lin = [(at, w[signal] * g) for signal, at, g in parts if signal != "session"]
+        own = [(at, w[signal] * g) for signal, at, g in parts if signal != "session"]
         ses = [(at, g) for signal, at, g in parts if signal == "session"]
-        code = [(at, np.full(len(at), self._CODE[signal])) for signal, at, _ in parts]
+        tags = [at for signal, at, _ in parts if signal == "tag"]
+        at = np.concatenate([a for a, _ in own]) if own else np.empty(0, dtype=np.int64)
+        gains = np.concatenate([g for _, g in own]) if own else np.empty(0)
+        self.linear = np.bincount(at, gains, minlength=size)
+        self.matched = np.bincount(at, minlength=size)  # presence, whatever the weights
+        self.session = None
+        if ses:
+            ses_at = np.concatenate([a for a, _ in ses])
+            self.session = np.bincount(ses_at, np.concatenate([g for _, g in ses]), minlength=size)
+        self.tagged = np.bincount(np.concatenate(tags), minlength=size) if tags else None
 
-        def total(pairs: list[tuple[Any, Any]]) -> Any:
-            if not pairs:
-                return np.zeros(size)
-            at = np.concatenate([a for a, _ in pairs])
-            return np.bincount(at, np.concatenate([v for _, v in pairs]), minlength=size)
-
-        self.linear, self.session, self.code = total(lin), total(ses), total(code)
+    def present(self) -> Any:
+        """Positions any list reaches."""
+        np = _np()
+        reached = self.matched > 0
+        return np.flatnonzero(reached if self.session is None else reached | (self.session > 0))
 
     def explicit(self, at: Any) -> Any:
-        return (self.code[at].astype(_np().int64) % (1024 * 1024)) > 0
+        """Whether each position matched the query itself (a cue, tag or content list)."""
+        return self.matched[at] > 0
 
     def tag_only(self, at: Any) -> Any:
-        code = self.code[at].astype(_np().int64)
-        return (code % 1024 == 0) & (code // (1024 * 1024) == 0)
+        """Whether each position matched tags and nothing else (no cue, content or session)."""
+        np = _np()
+        if self.tagged is None:
+            return np.zeros(len(at), dtype=bool)
+        only = self.matched[at] == self.tagged[at]
+        if self.session is not None:
+            only &= self.session[at] == 0
+        return only & (self.tagged[at] > 0)
 
 
 def select(
@@ -315,10 +351,9 @@ def select(
     if narrowed is not None:
         cand, sums, positions = narrowed
     else:
-        np = _np()
         parts = [(e.lst.signal, e.slots, e.gains(view, e.slots, e.values)) for e in entries]
         sums = _Sums(parts, view.size, cfg)
-        cand = positions = np.flatnonzero(sums.code)
+        cand = positions = sums.present()
     if not len(cand):
         return {}
     return _ranked_walk(view, sums, cand, positions, cfg, scorer, k, admitted, min_score)
@@ -344,48 +379,77 @@ def _narrowed(
     view: ArrayView, entries: Sequence[_Entry], cfg: RecallConfig, scorer: FastScorer,
     k: int, admitted: Callable[[int], bool],
 ) -> tuple[Any, _Sums, Any] | None:  # fmt: skip
-    """Candidates from the short lists, with every list's evidence for them, when the long
-    lists provably cannot bring in anyone else; None when they could."""
+    """Candidates from the shortest lists, with every list's evidence for them, once the other
+    lists provably cannot bring in anyone else; None when that needs too much of the index.
+
+    Lists are taken shortest (rarest) first. At each check, the candidates so far get a k-th best
+    *lower bound* ``theta`` from the lists taken; when the lists not taken could add less than
+    ``theta`` to a memory outside the candidates, those lists are only probed for the candidates
+    (binary search: their length hardly matters). Checks happen only before a list at least twice
+    as long as the last, so a query costs a few checks on few candidates when its rare words
+    decide.
+    """
     np = _np()
     w = cfg.weights
     prior_max = w["recency"] + max(0.0, w["type"] * max(cfg.type_priority.values(), default=0.0))
-    for share in (64, 16):
-        limit = view.size // share
-        short = [e for e in entries if len(e.slots) <= limit]
-        long = [e for e in entries if len(e.slots) > limit]
-        if not short or not long:
+    order = sorted((e for e in entries if len(e.slots)), key=lambda e: len(e.slots))
+    rest = _rest_bounds(order, w["session"] * cfg.session_saturation)
+    taken = 0
+    for i, entry in enumerate(order):
+        taken += len(entry.slots)
+        if taken > view.size // _SPARSE_SHARE:
+            return None  # scoring every memory the lists reach is cheaper from here
+        last = i == len(order) - 1
+        if not last and (
+            len(order[i + 1].slots) < 2 * len(entry.slots)  # check before a longer list only
+            or rest[i + 1] >= rest[0] - rest[i + 1]  # theta cannot beat the rest yet
+        ):
             continue
-        # sparse from here on: nothing below costs in proportion to the namespace's size
-        cand = _unique(np.concatenate([e.slots for e in short]))
-        position = view.positions(cand)
-        try:
-            parts = [(e.lst.signal, *e.restricted(view, position)) for e in short]
-            at = np.arange(len(cand))
-            partial = _Sums(parts, len(cand), cfg)
+        cand = _unique(np.concatenate([e.slots for e in order[: i + 1]]))
+        parts = [(e.lst.signal, *e.within(view, cand)) for e in order[: i + 1]]
+        at = np.arange(len(cand))
+        partial = _Sums(parts, len(cand), cfg)
+        if not last:
             lower = _scores(view, partial, cand, at, cfg, scorer)  # more evidence only adds
             sure = ~partial.tag_only(at)
             theta = _kth(view, cand[sure], lower[sure], k, admitted)
-            if sum(e.lst.bound for e in long) + prior_max >= theta - _EPSILON:
+            if rest[i + 1] + prior_max >= theta - _EPSILON:
                 continue
-            parts += [(e.lst.signal, *e.restricted(view, position)) for e in long]
-            return cand, _Sums(parts, len(cand), cfg), at
-        finally:
-            position[cand] = -1  # the scratch map is all -1 between queries
+        parts += [(e.lst.signal, *e.within(view, cand)) for e in order[i + 1 :]]
+        return cand, _Sums(parts, len(cand), cfg), at
     return None
+
+
+def _rest_bounds(order: Sequence[_Entry], session_cap: float) -> list[float]:
+    """``rest[i]``: the most that lists ``i..`` can add to one memory's score. Session lists
+    add their raw values through a saturation, so together they add at most ``session_cap``
+    (a conversation carries dozens of cues: summing their bounds would never let them go)."""
+    rest = [0.0] * (len(order) + 1)
+    linear = session = 0.0
+    for i in range(len(order) - 1, -1, -1):
+        if order[i].lst.signal == "session":
+            session += order[i].lst.bound
+        else:
+            linear += order[i].lst.bound
+        rest[i] = linear + min(session, session_cap)
+    return rest
 
 
 def _kth(view: ArrayView, cand: Any, lower: Any, k: int, admitted: Callable[[int], bool]) -> float:
     """The k-th best lower bound among admitted candidates (-inf when fewer than k)."""
     np = _np()
-    if len(cand) < k:
-        return -math.inf
-    order = np.lexsort((view.seq_at[cand], -lower))
-    found = 0
-    for at in order:
-        if admitted(int(view.seq_at[cand[at]])):
-            found += 1
-            if found == k:
-                return float(lower[at])
+    block = min(len(cand), max(2 * k, k + 16))
+    while len(cand) >= k:
+        top = np.argpartition(-lower, block - 1)[:block] if block < len(cand) else np.arange(block)
+        found = 0
+        for at in top[np.lexsort((view.seq_at[cand[top]], -lower[top]))]:
+            if admitted(int(view.seq_at[cand[at]])):
+                found += 1
+                if found == k:
+                    return float(lower[at])
+        if block == len(cand):
+            break
+        block = min(len(cand), 4 * block)  # too few admitted among the best: look further
     return -math.inf
 
 
@@ -395,7 +459,7 @@ def _scores(
     """:meth:`FastScorer.score` of the memories in ``slots`` (their sums at ``at``), vectorized."""
     np = _np()
     score = sums.linear[at] + _priors(view, slots, scorer)
-    if scorer.w_session:
+    if scorer.w_session and sums.session is not None:
         raw = sums.session[at]
         cap = cfg.session_saturation
         saturated = np.where(raw > 0, cap * (1.0 - np.exp(-raw / cap)), 0.0)

@@ -241,9 +241,13 @@ class _Pass:
     def add(self, lst: _List) -> None:
         values = getattr(self.ev, lst.signal)
         if self.survivors is not None:
-            for seq in self.survivors:
-                if lst.holds(seq):
-                    values[seq] = values.get(seq, 0.0) + lst.gain(seq)
+            if len(lst.postings) == 1:  # the common case, without a call per survivor
+                bucket = lst.postings[0]
+                held = [seq for seq in self.survivors if seq in bucket]
+            else:
+                held = [seq for seq in self.survivors if lst.holds(seq)]
+            for seq in held:
+                values[seq] = values.get(seq, 0.0) + lst.gain(seq)
             return
         gain, get = lst.gain, values.get
         if isinstance(gain, _Gain):  # constant gain: the hot loop without a call per posting

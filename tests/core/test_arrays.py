@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from types import SimpleNamespace
 from unittest import mock
 
 import pytest
@@ -84,6 +85,9 @@ def test_the_mirror_follows_adds_updates_deletes_and_context() -> None:
         index = cm._indexes["default"]
         assert index.view is not None and index.view.errors() == []
         assert cm.check() == []
+        for mirrored in index.view.lists.values():  # narrowing binary-searches them
+            slots, _ = mirrored.arrays()
+            assert list(slots) == sorted(slots)
     for query in ("order cache redis caroline", "turn about order", "painting"):
         assert_same(by_arrays(cm, query, 6), ranked(cm, query, 6, False))
 
@@ -144,3 +148,12 @@ def test_long_lists_are_read_only_for_the_short_lists_candidates() -> None:
             assert_same(by_arrays(cm, query, 5), ranked(cm, query, 5, False))
     assert narrowed[0] and narrowed[1]  # the rare counter words decide
     assert not narrowed[-1]  # only common words: every memory they reach is scored
+
+
+def test_carried_cues_together_add_at_most_the_session_cap() -> None:
+    # A session turn carries dozens of cues, each list with a large bound; through the
+    # saturation they add at most weight x cap together, which lets rare query words decide.
+    kinds = [("content", 5.0), ("session", 3.0), ("session", 3.0), ("cue", 2.0)]
+    entries = [SimpleNamespace(lst=SimpleNamespace(signal=s, bound=b)) for s, b in kinds]
+    rest = arrays._rest_bounds(entries, session_cap=4.0)  # type: ignore[arg-type]
+    assert rest == [5.0 + 2.0 + 4.0, 2.0 + 4.0, 2.0 + 3.0, 2.0, 0.0]
