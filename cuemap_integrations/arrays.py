@@ -409,15 +409,32 @@ def _narrowed(
         parts = [(e.lst.signal, *e.within(view, cand)) for e in order[: i + 1]]
         at = np.arange(len(cand))
         partial = _Sums(parts, len(cand), cfg)
-        if not last:
-            lower = _scores(view, partial, cand, at, cfg, scorer)  # more evidence only adds
-            sure = ~partial.tag_only(at)
-            theta = _kth(view, cand[sure], lower[sure], k, admitted)
-            if rest[i + 1] + prior_max >= theta - _EPSILON:
-                continue
-        parts += [(e.lst.signal, *e.within(view, cand)) for e in order[i + 1 :]]
-        return cand, _Sums(parts, len(cand), cfg), at
+        if last:
+            return cand, partial, at
+        lower = _scores(view, partial, cand, at, cfg, scorer)  # more evidence only adds
+        sure = ~partial.tag_only(at)
+        theta = _kth(view, cand[sure], lower[sure], k, admitted)
+        if rest[i + 1] + prior_max >= theta - _EPSILON:
+            continue
+        # candidates that cannot reach theta even with every list not taken are dropped too,
+        # so the long lists are probed for the few that remain
+        upper = lower + rest[i + 1] + _jump(partial, at, cfg, scorer)
+        cand = cand[upper >= theta - _EPSILON]
+        parts = [(e.lst.signal, *e.within(view, cand)) for e in order]
+        return cand, _Sums(parts, len(cand), cfg), np.arange(len(cand))
     return None
+
+
+def _jump(sums: _Sums, at: Any, cfg: RecallConfig, scorer: FastScorer) -> Any:
+    """What matching the query itself later would add to session-only memories (else 0)."""
+    np = _np()
+    if sums.session is None or not scorer.w_session:
+        return 0.0
+    raw = sums.session[at]
+    cap = cfg.session_saturation
+    saturated = np.where(raw > 0, cap * (1.0 - np.exp(-raw / cap)), 0.0)
+    gain = scorer.w_session * saturated * (1.0 - cfg.session_only_factor)
+    return np.where(sums.explicit(at), 0.0, gain)
 
 
 def _rest_bounds(order: Sequence[_Entry], session_cap: float) -> list[float]:
