@@ -364,6 +364,8 @@ def _ranked_walk(
     scorer: FastScorer, k: int, admitted: Callable[[int], bool], min_score: float | None,
 ) -> dict[int, None]:  # fmt: skip
     np = _np()
+    if len(cand) > 16 * max(4 * k, 64):
+        cand, positions = _within_reach(view, sums, cand, positions, cfg, scorer, k, admitted)
     score = _scores(view, sums, cand, positions, cfg, scorer)
     tag_only = sums.tag_only(positions)
     if min_score is not None:  # the caller drops these; they must not take a place in the top k
@@ -373,6 +375,32 @@ def _ranked_walk(
             return {}
     shift = float(score.max() - score.min()) + _BIG_SHIFT if tag_only.any() else 0.0
     return _walk(view, cand, np.where(tag_only, score - shift, score), k, admitted)
+
+
+def _within_reach(
+    view: ArrayView, sums: _Sums, cand: Any, positions: Any, cfg: RecallConfig,
+    scorer: FastScorer, k: int, admitted: Callable[[int], bool],
+) -> tuple[Any, Any]:  # fmt: skip
+    """The candidates whose score can reach the k-th best, when many memories matched.
+
+    The prior (recency, type, frequency) is the costly part to compute and adds at most
+    ``scorer.prior_max``; the exact scores of the best few by evidence give a k-th best lower
+    bound, and only candidates whose evidence plus that maximum reaches it are kept (memories
+    that matched only tags go too once k others are certain: they rank after every other).
+    """
+    np = _np()
+    evidence = _evidence(sums, positions, cfg, scorer)
+    tag_only = sums.tag_only(positions)  # ranked after every other match: never the k-th
+    evidence = np.where(tag_only, -np.inf, evidence)
+    block = max(4 * k, 64)
+    top = np.argpartition(-evidence, block - 1)[:block]
+    top = top[~tag_only[top]]
+    exact = evidence[top] + _priors(view, cand[top], scorer)
+    theta = _kth(view, cand[top], exact, k, admitted)
+    if theta == -math.inf:
+        return cand, positions
+    keep = np.flatnonzero(evidence + scorer.prior_max >= theta - _EPSILON)
+    return cand[keep], positions[keep]
 
 
 def _narrowed(
@@ -390,10 +418,9 @@ def _narrowed(
     decide.
     """
     np = _np()
-    w = cfg.weights
-    prior_max = w["recency"] + max(0.0, w["type"] * max(cfg.type_priority.values(), default=0.0))
+    prior_max = scorer.prior_max
     order = sorted((e for e in entries if len(e.slots)), key=lambda e: len(e.slots))
-    rest = _rest_bounds(order, w["session"] * cfg.session_saturation)
+    rest = _rest_bounds(order, cfg.weights["session"] * cfg.session_saturation)
     taken = 0
     for i, entry in enumerate(order):
         taken += len(entry.slots)
@@ -427,14 +454,10 @@ def _narrowed(
 
 def _jump(sums: _Sums, at: Any, cfg: RecallConfig, scorer: FastScorer) -> Any:
     """What matching the query itself later would add to session-only memories (else 0)."""
-    np = _np()
     if sums.session is None or not scorer.w_session:
         return 0.0
-    raw = sums.session[at]
-    cap = cfg.session_saturation
-    saturated = np.where(raw > 0, cap * (1.0 - np.exp(-raw / cap)), 0.0)
-    gain = scorer.w_session * saturated * (1.0 - cfg.session_only_factor)
-    return np.where(sums.explicit(at), 0.0, gain)
+    gain = scorer.w_session * _saturated(sums, at, cfg) * (1.0 - cfg.session_only_factor)
+    return _np().where(sums.explicit(at), 0.0, gain)
 
 
 def _rest_bounds(order: Sequence[_Entry], session_cap: float) -> list[float]:
@@ -474,15 +497,25 @@ def _scores(
     view: ArrayView, sums: _Sums, slots: Any, at: Any, cfg: RecallConfig, scorer: FastScorer
 ) -> Any:
     """:meth:`FastScorer.score` of the memories in ``slots`` (their sums at ``at``), vectorized."""
+    return _evidence(sums, at, cfg, scorer) + _priors(view, slots, scorer)
+
+
+def _evidence(sums: _Sums, at: Any, cfg: RecallConfig, scorer: FastScorer) -> Any:
+    """The query-dependent part of the score (without recency, type and frequency)."""
     np = _np()
-    score = sums.linear[at] + _priors(view, slots, scorer)
+    score = sums.linear[at]
     if scorer.w_session and sums.session is not None:
-        raw = sums.session[at]
-        cap = cfg.session_saturation
-        saturated = np.where(raw > 0, cap * (1.0 - np.exp(-raw / cap)), 0.0)
         factor = np.where(sums.explicit(at), 1.0, cfg.session_only_factor)
-        score = score + scorer.w_session * saturated * factor
+        score = score + scorer.w_session * _saturated(sums, at, cfg) * factor
     return score
+
+
+def _saturated(sums: _Sums, at: Any, cfg: RecallConfig) -> Any:
+    """:func:`~cuemap_integrations.scoring.saturate` of the session sums at ``at``."""
+    np = _np()
+    raw = sums.session[at]
+    cap = cfg.session_saturation
+    return np.where(raw > 0, cap * (1.0 - np.exp(-raw / cap)), 0.0)
 
 
 def _priors(view: ArrayView, cand: Any, scorer: FastScorer) -> Any:

@@ -180,6 +180,8 @@ class FastScorer:
         self.w_content, self.w_recency, self.w_freq = w["content"], w["recency"], w["frequency"]
         self.type_bonus = {name: w["type"] * p for name, p in cfg.type_priority.items()}
         self.per_second = 1.0 / (86400.0 * cfg.half_life_days)
+        # the most the prior adds (recency is at most 1; the frequency penalty only subtracts)
+        self.prior_max = self.w_recency + max([0.0, *self.type_bonus.values()])
         self._priors: dict[int, float] = {}
 
     @staticmethod
@@ -319,9 +321,7 @@ def gather(
     """
     lists = _concept_lists(index, plan, cfg) + _term_lists(index, plan, cfg)
     lists.sort(key=lambda lst: -lst.bound)  # stable: equal bounds keep the plan's order
-    w = cfg.weights
-    prior_max = w["recency"] + max(0.0, w["type"] * max(cfg.type_priority.values(), default=0.0))
-    run = _Pass(cfg, k, scorer, prior_max, admitted)
+    run = _Pass(cfg, k, scorer, scorer.prior_max if scorer is not None else 0.0, admitted)
     if scorer is not None and _use_arrays(index, cfg):
         from .arrays import select
 
@@ -335,7 +335,7 @@ def gather(
     for lst in lists:
         if prune and run.survivors is None and _worth_checking(run, lst):
             theta = run.theta()
-            if rest + prior_max < theta - _EPSILON:
+            if rest + run.prior_max < theta - _EPSILON:
                 run.start_pruning(rest, theta)
         run.add(lst)
         rest -= lst.bound

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import SimpleNamespace
+from typing import Any
 from unittest import mock
 
 import pytest
@@ -157,3 +158,22 @@ def test_carried_cues_together_add_at_most_the_session_cap() -> None:
     entries = [SimpleNamespace(lst=SimpleNamespace(signal=s, bound=b)) for s, b in kinds]
     rest = arrays._rest_bounds(entries, session_cap=4.0)  # type: ignore[arg-type]
     assert rest == [5.0 + 2.0 + 4.0, 2.0 + 4.0, 2.0 + 3.0, 2.0, 0.0]
+
+
+def test_many_matches_keep_only_those_within_reach_of_the_kth() -> None:
+    # Common words reach thousands of memories of varied type and age: the prior is computed
+    # only for those whose evidence plus the largest prior can reach the k-th exact score.
+    cm = build(6, 3000)
+    kept: list[tuple[int, int]] = []
+    real = arrays._within_reach
+
+    def spy(view: object, sums: object, cand: Any, *rest: object) -> Any:
+        result = real(view, sums, cand, *rest)  # type: ignore[arg-type]
+        kept.append((len(cand), len(result[0])))
+        return result
+
+    with mock.patch.object(arrays, "_within_reach", spy):
+        for query in ("order cache caroline redis", "order", "cache festival painting"):
+            for k in (1, 10):
+                assert_same(by_arrays(cm, query, k, narrow=False), ranked(cm, query, k, False))
+    assert kept and all(after < before for before, after in kept)
