@@ -456,7 +456,7 @@ def _jump(sums: _Sums, at: Any, cfg: RecallConfig, scorer: FastScorer) -> Any:
     """What matching the query itself later would add to session-only memories (else 0)."""
     if sums.session is None or not scorer.w_session:
         return 0.0
-    gain = scorer.w_session * _saturated(sums, at, cfg) * (1.0 - cfg.session_only_factor)
+    gain = scorer.w_session * _saturated(sums.session[at], cfg) * (1.0 - cfg.session_only_factor)
     return _np().where(sums.explicit(at), 0.0, gain)
 
 
@@ -506,14 +506,13 @@ def _evidence(sums: _Sums, at: Any, cfg: RecallConfig, scorer: FastScorer) -> An
     score = sums.linear[at]
     if scorer.w_session and sums.session is not None:
         factor = np.where(sums.explicit(at), 1.0, cfg.session_only_factor)
-        score = score + scorer.w_session * _saturated(sums, at, cfg) * factor
+        score = score + scorer.w_session * _saturated(sums.session[at], cfg) * factor
     return score
 
 
-def _saturated(sums: _Sums, at: Any, cfg: RecallConfig) -> Any:
-    """:func:`~cuemap_integrations.scoring.saturate` of the session sums at ``at``."""
+def _saturated(raw: Any, cfg: RecallConfig) -> Any:
+    """:func:`~cuemap_integrations.scoring.saturate` of raw session sums, vectorized."""
     np = _np()
-    raw = sums.session[at]
     cap = cfg.session_saturation
     return np.where(raw > 0, cap * (1.0 - np.exp(-raw / cap)), 0.0)
 
