@@ -524,7 +524,7 @@ def _priors(view: ArrayView, cand: Any, scorer: FastScorer) -> Any:
     prior = bonus[view.type_code[cand]]
     if scorer.w_recency:
         age = np.maximum(scorer.now_ts - view.updated[cand], 0.0)
-        prior = prior + scorer.w_recency * np.power(0.5, age * scorer.per_second)
+        prior = prior + scorer.w_recency * np.exp2(-age * scorer.per_second)  # 0.5 ** x, faster
     if scorer.w_freq:
         seqs = view.seq_at[cand]
         access = np.fromiter((scorer.access(int(s)) for s in seqs), np.float64, len(seqs))
