@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from .aliases import AliasTable
 from .capture import CaptureResult
@@ -211,14 +211,24 @@ class CueMap:
         self.close()
 
     # ----------------------------------------------------------------- indexing
-    def _index_keys(self, record: MemoryRecord) -> tuple[list[str], list[str], list[str]]:
-        text = normalize(record.content)
-        stems = word_stems(text)
-        cues = self.aliases.expand([*record.cues, *self.aliases.find_in(text, stems)])
-        return cues, list(record.tags), content_terms(text)
+    def _text_keys(self, content: str) -> _TextKeys:
+        """What indexing takes from a memory's text: the alias terms in it and its BM25 terms."""
+        text = normalize(content)
+        return _TextKeys(self.aliases.find_in(text, word_stems(text)), content_terms(text))
 
-    def _index(self, seq: int, record: MemoryRecord) -> None:
-        cues, tags, terms = self._index_keys(record)
+    def _index_keys(
+        self, record: MemoryRecord, memo: Mapping[str, _TextKeys] | None = None
+    ) -> tuple[list[str], list[str], list[str]]:
+        """Cues, tags and terms to index ``record`` under (``memo``: text keys by content)."""
+        keys = memo.get(record.content) if memo else None
+        found, terms = keys if keys is not None else self._text_keys(record.content)
+        cues = self.aliases.expand([*record.cues, *found])
+        return cues, list(record.tags), list(terms)
+
+    def _index(
+        self, seq: int, record: MemoryRecord, memo: Mapping[str, _TextKeys] | None = None
+    ) -> None:
+        cues, tags, terms = self._index_keys(record, memo)
         self._indexes.setdefault(record.namespace, NamespaceIndex()).add(
             seq, cues, tags, terms, updated_ts=record.updated_at.timestamp(), type=record.type.value
         )
@@ -367,9 +377,10 @@ class CueMap:
         self._sync_if_due(always=True)
         with self._lock, self._writing():
             now = self.now()
+            memo: dict[str, _TextKeys] = {}
             prepared = [
                 (redact_record(r, policy, i), given)
-                for i, (r, given) in enumerate(self._prepare(items, now))
+                for i, (r, given) in enumerate(self._prepare(items, now, memo))
             ]
             plan = plan_writes(
                 prepared,
@@ -379,13 +390,14 @@ class CueMap:
                 conflict_types=frozenset(self.config.conflict_types),
                 conflict_overlap=self.config.conflict_overlap,
             )
-            self._apply(plan, now)
+            self._apply(plan, now, memo)
         notify(self._listeners, WriteEvent(tuple(plan.new), tuple(plan.changed.values())))
         logger.debug("stored %d memories (%d duplicates)", len(plan.new), len(plan.duplicates))
         return plan.results
 
-    def _apply(self, plan: WritePlan, now: datetime) -> None:
-        """Write a plan in one transaction, then bring the in-memory index in step."""
+    def _apply(self, plan: WritePlan, now: datetime, memo: Mapping[str, _TextKeys]) -> None:
+        """Write a plan in one transaction, then bring the in-memory index in step (``memo``:
+        the text keys :meth:`_prepare` computed, by content)."""
         with self._store.atomic():
             seqs = self._store.insert_many(plan.new)
             for seq, record in plan.changed.items():
@@ -395,7 +407,7 @@ class CueMap:
             self._unindex(seq)
             self._index(seq, record)
         for seq, record in zip(seqs, plan.new, strict=True):
-            self._index(seq, record)
+            self._index(seq, record, memo)
         self._refresh_context([*seqs, *plan.changed])
         for link in plan.links:
             self._links.add(*link)
@@ -422,9 +434,16 @@ class CueMap:
         return sorted(seq for seq, n in counts.items() if n >= 2)
 
     def _prepare(
-        self, items: Iterable[Mapping[str, Any] | MemoryRecord], now: datetime
+        self,
+        items: Iterable[Mapping[str, Any] | MemoryRecord],
+        now: datetime,
+        memo: dict[str, _TextKeys],
     ) -> list[tuple[MemoryRecord, bool]]:
-        """Validate every item into a record, paired with "its id was given by the caller"."""
+        """Validate every item into a record, paired with "its id was given by the caller".
+
+        The text keys of each content go into ``memo`` right after its cues are derived: both
+        scan the same normalized text and tokens, which the text module's small caches still
+        hold then, but no longer once the whole batch has been validated."""
         if not isinstance(items, Iterable):
             raise ValidationError("items", items, "a list of mappings or MemoryRecords")
         records: list[tuple[MemoryRecord, bool]] = []
@@ -442,6 +461,8 @@ class CueMap:
                 raise ValidationError(f"items[{position}]", item, "a mapping or a MemoryRecord")
             taken.add(record.memory_id)
             records.append((record, explicit))
+            if record.content not in memo:
+                memo[record.content] = self._text_keys(record.content)
         return records
 
     def get(self, memory_id: str, *, namespace: str = "default") -> MemoryRecord:
@@ -988,6 +1009,13 @@ class CueMap:
             return ()
         doc = self._indexes[namespace].docs[seq]
         return doc.cues + doc.tags
+
+
+class _TextKeys(NamedTuple):
+    """The index keys that depend on a memory's content alone (see ``CueMap._text_keys``)."""
+
+    aliases: list[str]  # alias terms found in the text
+    terms: list[str]  # content_terms of the text
 
 
 @dataclass(frozen=True)
