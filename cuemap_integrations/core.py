@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal
 
 from .aliases import AliasTable
 from .capture import CaptureResult
@@ -46,7 +46,8 @@ from .results import ConflictNote, Hit, NoteKind, RecallResult, RecallTrace
 from .sessions import open_sessions
 from .store import SessionStore, SharedStore, Store, open_store
 from .sync import ChangeFeed, RemoteChanges, SyncMode, check_sync
-from .text import content_terms, derive_cues, normalize, word_stems
+from .text import derive_cues, normalize
+from .textkeys import TextMemo, text_keys
 from .threads import Threads
 from .validation import build_filters, check_recall_args, id_list, normalized_list
 
@@ -211,30 +212,23 @@ class CueMap:
         self.close()
 
     # ----------------------------------------------------------------- indexing
-    def _text_keys(self, content: str) -> _TextKeys:
-        """What indexing takes from a memory's text: the alias terms in it and its BM25 terms."""
-        text = normalize(content)
-        return _TextKeys(self.aliases.find_in(text, word_stems(text)), content_terms(text))
-
     def _index_keys(
-        self, record: MemoryRecord, memo: Mapping[str, _TextKeys] | None = None
+        self, record: MemoryRecord, memo: TextMemo | None = None
     ) -> tuple[list[str], list[str], list[str]]:
-        """Cues, tags and terms to index ``record`` under (``memo``: text keys by content)."""
-        keys = memo.get(record.content) if memo else None
-        found, terms = keys if keys is not None else self._text_keys(record.content)
-        cues = self.aliases.expand([*record.cues, *found])
-        return cues, list(record.tags), list(terms)
+        """Cues, tags and terms to index ``record`` under (its text keys from ``memo``)."""
+        keys = text_keys(record.content, self.aliases) if memo is None else memo.keys(record.content)
+        cues = self.aliases.expand([*record.cues, *keys.aliases])
+        return cues, list(record.tags), list(keys.terms)
 
-    def _index(
-        self, seq: int, record: MemoryRecord, memo: Mapping[str, _TextKeys] | None = None
-    ) -> None:
+    def _index(self, seq: int, record: MemoryRecord, memo: TextMemo | None = None) -> None:
         cues, tags, terms = self._index_keys(record, memo)
         self._indexes.setdefault(record.namespace, NamespaceIndex()).add(
             seq, cues, tags, terms, updated_ts=record.updated_at.timestamp(), type=record.type.value
         )
         self._records[seq] = record
         self._seq_of[(record.namespace, record.memory_id)] = seq
-        self._by_content.setdefault(content_key(record), {})[seq] = None
+        key = content_key(record, normalize if memo is None else memo.normalized)
+        self._by_content.setdefault(key, {})[seq] = None
         if record.key is not None and record.superseded_by is None:
             self._by_key[(record.namespace, record.key)] = seq
         self._threads.add(seq, record)
@@ -377,7 +371,7 @@ class CueMap:
         self._sync_if_due(always=True)
         with self._lock, self._writing():
             now = self.now()
-            memo: dict[str, _TextKeys] = {}
+            memo = TextMemo(self.aliases)
             prepared = [
                 (redact_record(r, policy, i), given)
                 for i, (r, given) in enumerate(self._prepare(items, now, memo))
@@ -389,15 +383,16 @@ class CueMap:
                 dedupe=self.config.dedupe,
                 conflict_types=frozenset(self.config.conflict_types),
                 conflict_overlap=self.config.conflict_overlap,
+                normalized=memo.normalized,
             )
             self._apply(plan, now, memo)
         notify(self._listeners, WriteEvent(tuple(plan.new), tuple(plan.changed.values())))
         logger.debug("stored %d memories (%d duplicates)", len(plan.new), len(plan.duplicates))
         return plan.results
 
-    def _apply(self, plan: WritePlan, now: datetime, memo: Mapping[str, _TextKeys]) -> None:
+    def _apply(self, plan: WritePlan, now: datetime, memo: TextMemo) -> None:
         """Write a plan in one transaction, then bring the in-memory index in step (``memo``:
-        the text keys :meth:`_prepare` computed, by content)."""
+        the batch's text keys)."""
         with self._store.atomic():
             seqs = self._store.insert_many(plan.new)
             for seq, record in plan.changed.items():
@@ -437,7 +432,7 @@ class CueMap:
         self,
         items: Iterable[Mapping[str, Any] | MemoryRecord],
         now: datetime,
-        memo: dict[str, _TextKeys],
+        memo: TextMemo,
     ) -> list[tuple[MemoryRecord, bool]]:
         """Validate every item into a record, paired with "its id was given by the caller".
 
@@ -461,8 +456,7 @@ class CueMap:
                 raise ValidationError(f"items[{position}]", item, "a mapping or a MemoryRecord")
             taken.add(record.memory_id)
             records.append((record, explicit))
-            if record.content not in memo:
-                memo[record.content] = self._text_keys(record.content)
+            memo.keys(record.content)
         return records
 
     def get(self, memory_id: str, *, namespace: str = "default") -> MemoryRecord:
@@ -1009,13 +1003,6 @@ class CueMap:
             return ()
         doc = self._indexes[namespace].docs[seq]
         return doc.cues + doc.tags
-
-
-class _TextKeys(NamedTuple):
-    """The index keys that depend on a memory's content alone (see ``CueMap._text_keys``)."""
-
-    aliases: list[str]  # alias terms found in the text
-    terms: list[str]  # content_terms of the text
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from datetime import date
 from itertools import chain, compress
+from operator import not_
 from typing import TypeAlias
 
 __all__ = [
@@ -169,8 +170,11 @@ _CODE_OR_URL_RE = re.compile(rf"`[^`]*`|{_URL}", re.IGNORECASE)
 _FENCE_RE = re.compile(r"```.*?```")
 _QUOTE_RES = (
     re.compile(r'"([^"]+)"'),
-    # Single quotes only at word edges, so apostrophes in "don't" never open a quotation.
-    re.compile(rf"(?<!{_W})'([^'\s](?:[^']*[^'\s])?)'(?!{_W})"),
+    # Single quotes only at word edges, so apostrophes in "don't" never open a quotation. The
+    # edge test is a lookbehind over the quote and the character before it, placed after the
+    # quote: the same test, but a pattern that starts with a literal lets the engine jump from
+    # quote to quote instead of testing the lookbehind at every position of the text.
+    re.compile(rf"'(?<!{_W}')([^'\s](?:[^']*[^'\s])?)'(?!{_W})"),
     re.compile(r"`([^`]+)`"),
 )
 _QUOTE_MARKS = ('"', "'", "`")  # the quotation mark each of _QUOTE_RES needs
@@ -843,8 +847,11 @@ def _capitalized_runs(text: str) -> list[list[str]]:
     current: list[str] = []
     last = -2
     # Only the name words are visited (compress/map run in C): any other token between two of
-    # them ends a run, which is what ``i != last + 1`` says.
-    for i in compress(range(len(tokens)), map(_is_name_word, tokens)):
+    # them ends a run, which is what ``i != last + 1`` says. A name word has an upper-case
+    # letter, so it is never ``islower()``: that C test leaves few tokens to check in Python.
+    for i in compress(range(len(tokens)), map(not_, map(str.islower, tokens))):
+        if not _is_name_word(tokens[i]):
+            continue
         gap = gaps[i]
         if current and (i != last + 1 or not gap or gap.strip(" \t")):
             runs.append(current)
@@ -906,15 +913,22 @@ def _is_valid_cue(cue: str) -> bool:
 
 def _first_unique(buckets: Iterable[Iterable[str]], limit: int) -> list[str]:
     out: list[str] = []
-    seen: set[str] = set()  # membership only; the order comes from ``out``
+    # Membership only (the order comes from ``out``): the raw strings already decided and the
+    # cues already taken. A raw string seen before gets the same answer again, and one equal to
+    # a taken cue normalizes to itself (normalize is idempotent): either way it is skipped
+    # without normalizing it again. Salient words repeat: about a quarter of them are skipped.
+    seen: set[str] = set()
     for bucket in buckets:
         for raw in bucket:
+            if raw in seen:
+                continue
             cue = normalize(raw)
             if cue not in seen and _is_valid_cue(cue):
                 seen.add(cue)
                 out.append(cue)
                 if len(out) >= limit:
                     return out
+            seen.add(raw)
     return out
 
 
