@@ -427,26 +427,37 @@ _SCREEN = _screen_pattern()
 # lower(): under re.IGNORECASE an ASCII letter also matches exactly these four non-ASCII letters.
 _TRIGGERS: tuple[tuple[str, ...], ...] = (
     ("-----BEGIN",), ("://",), ("eyJ",), ("authorization",), ("bearer",), ("sk-",),
-    ("gh", "github_pat_"), ("glpat-",), ("xox",), ("_live_", "_test_"), ("AKIA", "ASIA"),
+    ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"), ("glpat-",), ("xox",), ("_live_", "_test_"), ("AKIA", "ASIA"),
     ("AIza",), ("hf_",), ("npm_",), ("SG.",), ("aws",), ("pass", "pwd"), ("password",),
     ("密码", "密碼", "口令"), ("key", "token", "secret", "credential"),
     ("api", "密钥", "秘钥", "令牌"), ("@",), ("18", "19", "20"), ("+",), ("1",), ("-", "."),
 )  # fmt: skip
 _FOLD = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
+# The US phone rule's triggers ("-", ".") are in almost every text, so it has a second exact
+# prefilter: each of its matches holds "ddd-dddd" or "ddd.dddd", hence this (a quick scan, where
+# the rule's own search costs twice as much). Other rules need none.
+_DIGIT_JOINED = re.compile(r"\d[.\-]\d")
+_NEEDS = tuple(_DIGIT_JOINED if triggers == ("-", ".") else None for triggers in _TRIGGERS)
 _RULES = tuple(
-    (pattern, triggers, bool(pattern.flags & re.IGNORECASE))
-    for (_, pattern), triggers in zip(PATTERNS, _TRIGGERS, strict=True)
+    (pattern, triggers, bool(pattern.flags & re.IGNORECASE), needs)
+    for (_, pattern), triggers, needs in zip(PATTERNS, _TRIGGERS, _NEEDS, strict=True)
 )
+
+
+def _folded(text: str) -> str:
+    """``text`` as the case-insensitive rules' triggers are looked up in (see _TRIGGERS)."""
+    # the four letters _FOLD maps are not ASCII: ASCII text only needs lower()
+    return text.lower() if text.isascii() else text.translate(_FOLD).lower()
 
 
 def _may_match(text: str) -> bool:
     """Whether some rule matches ``text`` (the answer of ``_SCREEN.search``, found faster)."""
-    folded = text.translate(_FOLD).lower()
-    for pattern, triggers, nocase in _RULES:
+    folded = _folded(text)
+    for pattern, triggers, nocase, needs in _RULES:
         haystack = folded if nocase else text
         for trigger in triggers:  # a plain loop: any() with a generator costs more here
             if trigger in haystack:
-                if pattern.search(text) is not None:
+                if (needs is None or needs.search(text)) and pattern.search(text) is not None:
                     return True
                 break
     return False
