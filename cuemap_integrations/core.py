@@ -237,7 +237,9 @@ class CueMap:
         self, record: MemoryRecord, memo: TextMemo | None = None
     ) -> tuple[list[str], list[str], list[str]]:
         """Cues, tags and terms to index ``record`` under (its text keys from ``memo``)."""
-        keys = text_keys(record.content, self.aliases) if memo is None else memo.keys(record.content)
+        keys = (
+            text_keys(record.content, self.aliases) if memo is None else memo.keys(record.content)
+        )
         cues = self.aliases.expand([*record.cues, *keys.aliases])
         return cues, list(record.tags), list(keys.terms)
 

@@ -35,7 +35,7 @@ import sys
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from datetime import date
-from itertools import chain, compress
+from itertools import chain, compress, islice
 from operator import not_
 from typing import TypeAlias
 
@@ -522,9 +522,7 @@ def _latin_tokens(normalized: str) -> tuple[str, ...]:
     return tuple(ident for ident, _ in _scan(normalized) if ident)
 
 
-def _ascii_id_re(
-    text: str, general: re.Pattern[str], no_slash: re.Pattern[str]
-) -> re.Pattern[str]:
+def _ascii_id_re(text: str, general: re.Pattern[str], no_slash: re.Pattern[str]) -> re.Pattern[str]:
     """``no_slash`` (the faster, equivalent pattern) when ``text`` has no "/", else ``general``."""
     return general if "/" in text else no_slash
 
@@ -932,6 +930,11 @@ def _first_unique(buckets: Iterable[Iterable[str]], limit: int) -> list[str]:
     return out
 
 
+def _first_valid(buckets: Iterable[Iterable[str]], limit: int) -> list[str]:
+    """:func:`_first_unique` for cues that are already normalized (each loop in C)."""
+    return list(islice(filter(_is_valid_cue, dict.fromkeys(chain.from_iterable(buckets))), limit))
+
+
 def derive_cues(content: str, *, limit: int = 48) -> list[str]:
     """Derive retrieval cues from ``content`` by rule, deterministically.
 
@@ -970,17 +973,18 @@ def derive_cues(content: str, *, limit: int = 48) -> list[str]:
     text = normalize(content)
     rest = _mask(_URL_RE, text, _URL_TRIGGER)
     dates, rest = _date_cues(rest)
-    buckets = (
-        _quoted_cues(text),
-        _identifier_cues(rest),
-        _url_hosts(text),
-        _number_cues(rest),
-        dates,
-        _name_cues(content),
-        _chinese_cues(rest),
-        _salient_cues(rest),
-    )
-    return _first_unique(buckets, limit)
+    quoted, names = _quoted_cues(text), _name_cues(content)
+    if text.isascii():
+        # Every other cue is then a piece of the normalized ASCII text without spaces (or an
+        # ISO date, a number with its unit), which normalize returns unchanged: only quotations
+        # (spaces inside) and names (original casing) need normalizing.
+        quoted, names = list(map(normalize, quoted)), list(map(normalize, names))
+        first = _first_valid
+    else:
+        first = _first_unique
+    buckets = (quoted, _identifier_cues(rest), _url_hosts(text), _number_cues(rest), dates,
+               names, _chinese_cues(rest), _salient_cues(rest))  # fmt: skip
+    return first(buckets, limit)
 
 
 # --------------------------------------------------------------------------------------------
