@@ -30,6 +30,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -463,9 +464,17 @@ def _may_match(text: str) -> bool:
     return False
 
 
+# Metadata keys and values ("session", "speaker", a name) recur in every memory of a batch:
+# short texts are screened once per process (a pure function of the text, like the text caches).
+_may_match_short = functools.lru_cache(maxsize=1 << 16)(_may_match)
+_SHORT = 64
+
+
 def _find(text: str, policy: RedactionPolicy) -> list[_Hit]:
     """Every span to act on, in text order; each rule sees earlier claims blanked out."""
-    if "<" not in text and not _may_match(text):
+    if "<" not in text and not (
+        _may_match_short(text) if len(text) <= _SHORT else _may_match(text)
+    ):
         return []
     private = SecretClass.PRIVATE_SPAN
     spans = list(_private_spans(text))
@@ -550,10 +559,19 @@ _KEY_CLASSES = (
 
 
 def _secret_key_class(key: str) -> SecretClass | None:
+    if len(key) <= _SHORT:  # keys recur in every memory's metadata
+        return _short_key_class(key)
+    return _key_class(key)
+
+
+def _key_class(key: str) -> SecretClass | None:
     for secret, pattern in _KEY_CLASSES:
         if pattern.fullmatch(key):
             return secret
     return None
+
+
+_short_key_class = functools.lru_cache(maxsize=1 << 12)(_key_class)
 
 
 class _Walk:

@@ -827,6 +827,7 @@ def _is_name_word(token: str) -> bool:
     return capitalized or acronym
 
 
+@functools.lru_cache(maxsize=_CACHE_SIZE)  # called on name words only: few, recurring
 def _is_common(word: str) -> bool:
     folded = word.casefold()
     return folded in STOP_WORDS or folded in _CALENDAR_WORDS
@@ -863,6 +864,8 @@ def _capitalized_runs(text: str) -> list[list[str]]:
 
 def _run_cues(run: list[str]) -> list[str]:
     """A name run trimmed of stop/calendar words at its ends, then each of its words alone."""
+    if len(run) == 1:  # most runs: one name ("Caroline"), kept unless it is a common word
+        return [] if _is_common(run[0]) else run
     while run and _is_common(run[0]):
         run = run[1:]
     while run and _is_common(run[-1]):
