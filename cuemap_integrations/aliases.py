@@ -122,6 +122,8 @@ class AliasTable:
     def expand(self, terms: Iterable[str]) -> list[str]:
         """``terms`` followed by every equivalent term, in a stable order, without duplicates."""
         out = dict.fromkeys(terms)
+        if self._group_of.keys().isdisjoint(out):  # most cue lists: no alias term at all
+            return list(out)
         for term in list(out):
             for index in self._group_of.get(term, ()):
                 out.update(dict.fromkeys(self._groups[index]))

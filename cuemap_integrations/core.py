@@ -245,7 +245,10 @@ class CueMap:
 
     def _index(self, seq: int, record: MemoryRecord, memo: TextMemo | None = None) -> None:
         cues, tags, terms = self._index_keys(record, memo)
-        self._indexes.setdefault(record.namespace, NamespaceIndex()).add(
+        index = self._indexes.get(record.namespace)
+        if index is None:  # not setdefault: that would build an empty index for every memory
+            index = self._indexes[record.namespace] = NamespaceIndex()
+        index.add(
             seq, cues, tags, terms, updated_ts=record.updated_at.timestamp(), type=record.type.value
         )
         self._records[seq] = record
@@ -297,9 +300,8 @@ class CueMap:
     def _build(
         self, content: str, options: Mapping[str, Any], taken: set[str], now: datetime
     ) -> MemoryRecord:
-        unknown = set(options) - _ADD_OPTIONS
-        if unknown:
-            name = sorted(unknown)[0]
+        if not _ADD_OPTIONS.issuperset(options):
+            name = sorted(set(options) - _ADD_OPTIONS)[0]
             raise ValidationError(
                 "add option", name, f"choose from {', '.join(sorted(_ADD_OPTIONS))}"
             )

@@ -59,12 +59,18 @@ class MemoryType(str, Enum):
         if isinstance(value, cls):
             return value
         if isinstance(value, str):
+            exact = _TYPE_OF_VALUE.get(value)  # the usual spelling, without an Enum lookup
+            if exact is not None:
+                return exact
             try:
                 return cls(value.strip().lower())
             except ValueError:
                 pass
         allowed = ", ".join(m.value for m in cls)
         raise ValidationError(field_name, value, f"choose from {allowed}")
+
+
+_TYPE_OF_VALUE: dict[str, MemoryType] = {member.value: member for member in MemoryType}
 
 
 def coerce_timestamp(value: object, field_name: str) -> datetime:
