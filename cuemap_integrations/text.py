@@ -563,6 +563,12 @@ def _expand(tokens: Sequence[str]) -> list[str]:
     return out
 
 
+@functools.lru_cache(maxsize=32)  # cue derivation (salient words), then indexing (stems)
+def _words_of(normalized: str) -> tuple[str, ...]:
+    """:func:`words` of an already normalized text."""
+    return tuple(_expand(_latin_tokens(normalized)))
+
+
 # No per-token cache beyond those of stem and _parts: bulk ingest meets a new token (a name, a
 # number) in most memories, and each cache entry is resident memory (measured: four more
 # per-token caches cost ~680 bytes per memory at 10,000 memories for ~4% more speed).
@@ -575,7 +581,7 @@ def word_stems(normalized: str) -> set[str]:
     Returns:
         The set of stems (membership tests only; never iterated for an output order).
     """
-    return set(map(stem, _expand(_latin_tokens(normalized))))
+    return set(map(stem, _words_of(normalized)))
 
 
 def words(text: str) -> list[str]:
@@ -597,7 +603,7 @@ def words(text: str) -> list[str]:
         >>> words("user_id v2.1, port 8001.")
         ['user_id', 'user', 'id', 'v2.1', 'v2', '1', 'port', '8001']
     """
-    return _expand(_latin_tokens(normalize(text)))
+    return list(_words_of(normalize(text)))
 
 
 @functools.lru_cache(maxsize=_CACHE_SIZE)
@@ -904,7 +910,7 @@ def _is_salient_word(word: str) -> bool:
 
 
 def _salient_cues(text: str) -> list[str]:
-    return list(filter(_is_salient_word, _expand(_latin_tokens(text))))
+    return list(filter(_is_salient_word, _words_of(text)))
 
 
 def _is_valid_cue(cue: str) -> bool:
