@@ -343,34 +343,43 @@ _STEP3 = (
 _STEP4 = "al ance ence er ic able ible ant ement ment ent ion ou ism ate iti ous ive ize".split()
 
 
-def _consonants(word: str) -> list[bool]:
-    # Porter's definition: a, e, i, o, u are vowels; y is a vowel only after a consonant.
-    mask: list[bool] = []
+# Porter's definition: a, e, i, o, u are vowels; y is a vowel only after a consonant. A word's
+# shape spells each letter as "c" or "v": one C-level translate for words without a y (most),
+# where a per-letter loop made the stemmer's measure the main cost of stemming a new word.
+_SHAPE = str.maketrans({ch: "v" if ch in "aeiou" else "c" for ch in "abcdefghijklmnopqrstuvwxz"})
+
+
+def _shape(word: str) -> str:
+    """``"c"`` or ``"v"`` per letter of a lower-case ASCII word (Porter's consonants, vowels)."""
+    if "y" not in word:
+        return word.translate(_SHAPE)
+    shape = ""
     for ch in word:
-        mask.append((not mask or not mask[-1]) if ch == "y" else ch not in "aeiou")
-    return mask
+        if ch == "y":
+            shape += "v" if shape[-1:] == "c" else "c"
+        else:
+            shape += "v" if ch in "aeiou" else "c"
+    return shape
 
 
 def _measure(stem_: str) -> int:
     """Porter's m: the number of vowel-consonant sequences in ``[C](VC){m}[V]``."""
-    mask = _consonants(stem_)
-    return sum(1 for i in range(1, len(mask)) if mask[i] and not mask[i - 1])
+    return _shape(stem_).count("vc")
 
 
 def _has_vowel(stem_: str) -> bool:
-    return not all(_consonants(stem_))
+    return "v" in _shape(stem_)
 
 
 def _ends_double_consonant(word: str) -> bool:
-    return len(word) >= 2 and word[-1] == word[-2] and _consonants(word)[-1]
+    return len(word) >= 2 and word[-1] == word[-2] and _shape(word)[-1] == "c"
 
 
 def _ends_cvc(word: str) -> bool:
     """Porter's *o: consonant-vowel-consonant at the end, the last not w, x or y."""
     if len(word) < 3 or word[-1] in "wxy":
         return False
-    mask = _consonants(word)
-    return mask[-3] and not mask[-2] and mask[-1]
+    return _shape(word)[-3:] == "cvc"
 
 
 def _step1a(word: str) -> str:
@@ -403,8 +412,16 @@ def _step1c(word: str) -> str:
     return word[:-1] + "i" if word.endswith("y") and _has_vowel(word[:-1]) else word
 
 
-def _replace_suffix(word: str, rules: Iterable[tuple[str, str]]) -> str:
+# Every suffix of a step, for one C-level endswith() that rules out most words at once.
+_STEP2_ENDINGS = tuple(suffix for suffix, _ in _STEP2)
+_STEP3_ENDINGS = tuple(suffix for suffix, _ in _STEP3)
+_STEP4_ENDINGS = tuple(_STEP4)
+
+
+def _replace_suffix(word: str, rules: Sequence[tuple[str, str]], endings: tuple[str, ...]) -> str:
     # The first rule whose suffix matches decides, even when its (m > 0) condition fails.
+    if not word.endswith(endings):
+        return word
     for suffix, replacement in rules:
         if word.endswith(suffix):
             base = word[: -len(suffix)]
@@ -413,14 +430,16 @@ def _replace_suffix(word: str, rules: Iterable[tuple[str, str]]) -> str:
 
 
 def _step2(word: str) -> str:
-    return _replace_suffix(word, _STEP2)
+    return _replace_suffix(word, _STEP2, _STEP2_ENDINGS)
 
 
 def _step3(word: str) -> str:
-    return _replace_suffix(word, _STEP3)
+    return _replace_suffix(word, _STEP3, _STEP3_ENDINGS)
 
 
 def _step4(word: str) -> str:
+    if not word.endswith(_STEP4_ENDINGS):
+        return word
     for suffix in _STEP4:
         if word.endswith(suffix):
             base = word[: -len(suffix)]

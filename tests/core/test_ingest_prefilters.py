@@ -186,3 +186,21 @@ def test_a_batch_leaves_the_garbage_collector_as_it_found_it(enabled: bool) -> N
             assert gc.isenabled() is enabled
     finally:
         (gc.enable if was else gc.disable)()
+
+
+def _consonants_before(word: str) -> list[bool]:
+    """The stemmer's consonant mask as it was (one bool per letter)."""
+    mask: list[bool] = []
+    for ch in word:
+        mask.append((not mask or not mask[-1]) if ch == "y" else ch not in "aeiou")
+    return mask
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.sampled_from("aeiouybcdrstwxyy"), max_size=12))
+def test_word_shapes_spell_the_porter_consonant_mask(word: str) -> None:
+    mask = _consonants_before(word)
+    assert text_module._shape(word) == "".join("c" if c else "v" for c in mask)
+    assert text_module._measure(word) == sum(
+        1 for i in range(1, len(mask)) if mask[i] and not mask[i - 1]
+    )
