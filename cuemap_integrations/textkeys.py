@@ -6,8 +6,8 @@ then indexing (:meth:`CueMap._index`). The text module's caches are deliberately
 recent texts), so by the time a 10,000-memory batch reaches planning and indexing they no longer
 hold its first texts: each would be normalized and tokenized again. A :class:`TextMemo` keeps,
 for the length of one batch, each content's normalized text and index terms. Everything in it
-is a pure function of the content (and of the store's alias table, fixed for a store's life), so
-using it cannot change a result.
+is a pure function of the content (and of the store's alias table, which a batch cannot change:
+it holds the store's lock), so using it cannot change a result.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ stands for, a prefilter against the rule it guards, a fast path against the gene
 
 from __future__ import annotations
 
+import doctest
 import gc
 import re
 from datetime import datetime, timezone
@@ -204,3 +205,10 @@ def test_word_shapes_spell_the_porter_consonant_mask(word: str) -> None:
     assert text_module._measure(word) == sum(
         1 for i in range(1, len(mask)) if mask[i] and not mask[i - 1]
     )
+
+
+def test_textkeys_examples_run() -> None:
+    from cuemap_integrations import textkeys
+
+    results = doctest.testmod(textkeys)
+    assert results.attempted and not results.failed
