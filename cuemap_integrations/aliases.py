@@ -29,6 +29,8 @@ class AliasTable:
         self._group_of: dict[str, list[int]] = {}
         self._lexicon = CueLexicon()
         self._probe_cache: list[tuple[str, str | None, str | None]] | None = None
+        self._firsts: frozenset[str] = frozenset()  # set with _probe_cache (see _summarize)
+        self._has_cjk = self._always = False
         for group in groups:
             self.add_group(group)
 
@@ -54,7 +56,14 @@ class AliasTable:
         found: list[str] = []
         units: str | None = None
         cjk_possible = not normalized.isascii()  # a CJK term is never inside ASCII text
-        for term, key, phrase in self._probes():
+        probes = self._probes()
+        if (
+            not self._always
+            and not (cjk_possible and self._has_cjk)
+            and stems.isdisjoint(self._firsts)
+        ):
+            return found  # most texts: no term's word, nor a phrase's first word, occurs
+        for term, key, phrase in probes:
             if key is not None:
                 hit = key in stems
             elif phrase is None:
@@ -84,7 +93,18 @@ class AliasTable:
                     else:
                         probes.append((term, None, " ".join(units)))
             self._probe_cache = list(dict.fromkeys(probes))
+            self._summarize(self._probe_cache)
         return self._probe_cache
+
+    def _summarize(self, probes: list[tuple[str, str | None, str | None]]) -> None:
+        """What lets :meth:`find_in` rule a text out at once: the stems that start a Latin term
+        (``_firsts``), and whether some term is CJK or a phrase starting with a stop word (both
+        are tested whatever the stems are)."""
+        firsts = [key for _, key, _ in probes if key is not None]
+        firsts += [phrase.split()[0] for _, _, phrase in probes if phrase is not None]
+        self._firsts = frozenset(firsts)
+        self._has_cjk = any(key is None and phrase is None for _, key, phrase in probes)
+        self._always = any(first.startswith("\x00") for first in firsts)
 
     def find(self, text: str) -> list[str]:
         """The alias terms that occur in ``text`` (word-aligned for Latin, anywhere for CJK)."""
@@ -102,6 +122,8 @@ class AliasTable:
     def expand(self, terms: Iterable[str]) -> list[str]:
         """``terms`` followed by every equivalent term, in a stable order, without duplicates."""
         out = dict.fromkeys(terms)
+        if self._group_of.keys().isdisjoint(out):  # most cue lists: no alias term at all
+            return list(out)
         for term in list(out):
             for index in self._group_of.get(term, ()):
                 out.update(dict.fromkeys(self._groups[index]))

@@ -12,8 +12,9 @@ posting change goes through :meth:`NamespaceIndex._put` / :meth:`NamespaceIndex.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from itertools import repeat
 from typing import TYPE_CHECKING
 
 from .text import CueLexicon
@@ -104,12 +105,9 @@ class NamespaceIndex:
         self.total_length += doc.length
         if self.view is not None:
             self.view.set_doc(seq, doc)
-        for cue in doc.cues:
-            self._put("cue", cue, seq, 1.0)
-        for tag in doc.tags:
-            self._put("tag", tag, seq, 1.0)
-        for term, tf in zip(doc.term_names, doc.term_counts, strict=True):
-            self._put("term", term, seq, tf)
+        self._put_many("cue", seq, doc.cues)
+        self._put_many("tag", seq, doc.tags)
+        self._put_many("term", seq, doc.term_names, doc.term_counts)
         if context:
             self.set_context(seq, dict(context))
 
@@ -120,8 +118,7 @@ class NamespaceIndex:
         for term in doc.context_names:
             self._drop("term", term, seq)
         kept = {t: w for t, w in context.items() if t not in own and w > 0}
-        for term, weight in kept.items():
-            self._put("term", term, seq, weight)
+        self._put_many("term", seq, tuple(kept), tuple(kept.values()))
         self.docs[seq] = replace(
             doc, context_names=tuple(kept), context_weights=tuple(kept.values())
         )
@@ -131,11 +128,28 @@ class NamespaceIndex:
         return self._tables[kind]
 
     def _put(self, kind: str, key: str, seq: int, value: float) -> None:
-        self._tables[kind].setdefault(key, {})[seq] = value
+        self._put_many(kind, seq, (key,), (value,))
+
+    def _put_many(
+        self, kind: str, seq: int, keys: Sequence[str], values: Sequence[float] | None = None
+    ) -> None:
+        """Post ``seq`` under each key with its value (1.0 for all when ``values`` is None).
+
+        One call per memory and kind, not per posting: ingest makes dozens of postings per
+        memory, and this loop is the index's share of its cost."""
+        table = self._tables[kind]
+        get = table.get
+        for key, value in zip(keys, values or repeat(1.0, len(keys)), strict=True):
+            bucket = get(key)
+            if bucket is None:
+                table[key] = {seq: value}
+            else:
+                bucket[seq] = value
         if kind != "term":  # the core normalizes every cue and tag
-            (self.cue_lexicon if kind == "cue" else self.tag_lexicon).add(key, normalized=True)
+            (self.cue_lexicon if kind == "cue" else self.tag_lexicon).add_all(keys)
         if self.view is not None:
-            self.view.put(kind, key, seq, value)
+            for key, value in zip(keys, values or repeat(1.0, len(keys)), strict=True):
+                self.view.put(kind, key, seq, value)
 
     def _drop(self, kind: str, key: str, seq: int) -> None:
         table = self._tables[kind]

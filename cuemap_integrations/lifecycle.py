@@ -44,9 +44,12 @@ def overlap(a: frozenset[str], b: frozenset[str]) -> tuple[int, float]:
     return shared, (shared / union if union else 0.0)
 
 
-def content_key(record: MemoryRecord) -> tuple[str, str]:
-    """What makes two memories exact duplicates: namespace and normalized content."""
-    return record.namespace, normalize(record.content)
+def content_key(
+    record: MemoryRecord, normalized: Callable[[str], str] = normalize
+) -> tuple[str, str]:
+    """What makes two memories exact duplicates: namespace and normalized content
+    (``normalized`` is :func:`normalize` or a memo of it)."""
+    return record.namespace, normalized(record.content)
 
 
 @dataclass
@@ -79,13 +82,16 @@ def plan_writes(
     dedupe: bool,
     conflict_types: frozenset[str],
     conflict_overlap: float,
+    normalized: Callable[[str], str] = normalize,
 ) -> WritePlan:
-    """Plan a batch; ``records`` pairs each record with "its id was given by the caller"."""
+    """Plan a batch; ``records`` pairs each record with "its id was given by the caller"
+    (``normalized``: :func:`normalize`, or a memo of it for the batch's contents)."""
     plan = WritePlan()
     batch: dict[tuple[str, str], MemoryRecord] = {}
     ids: set[tuple[str, str]] = set()
     for record, explicit_id in records:
-        existing = _duplicate_of(record, explicit_id, view, batch) if dedupe else None
+        key = content_key(record, normalized)
+        existing = _duplicate_of(key, explicit_id, view, batch) if dedupe else None
         if existing is not None:
             seq = view.seq_of(existing.namespace, existing.memory_id)
             if seq is not None:
@@ -97,20 +103,20 @@ def plan_writes(
         ids.add((record.namespace, record.memory_id))
         plan.new.append(record)
         plan.results.append(record)
-        batch.setdefault(content_key(record), record)
+        batch.setdefault(key, record)
     _link_conflicts(plan, view, conflict_types, conflict_overlap)
     return plan
 
 
 def _duplicate_of(
-    record: MemoryRecord,
+    key: tuple[str, str],
     explicit_id: bool,
     view: StoreView,
     batch: Mapping[tuple[str, str], MemoryRecord],
 ) -> MemoryRecord | None:
+    """The stored or earlier batch memory whose content key is ``key``, unless the id was given."""
     if explicit_id:
         return None
-    key = content_key(record)
     if key in batch:
         return batch[key]
     seq = view.by_content(key)

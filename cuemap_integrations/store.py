@@ -179,16 +179,21 @@ def _iso(value: datetime | None) -> str | None:
     return None if value is None else value.isoformat()
 
 
+# json.dumps with options builds a new JSONEncoder on every call: a row needs three encodings, so
+# the encoders are made once (same output: a tuple encodes as the list of its items).
+_TO_JSON = json.JSONEncoder(ensure_ascii=False).encode
+_TO_SORTED_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode
+
+
 def record_to_row(record: MemoryRecord) -> tuple[Any, ...]:
     """The column values of ``record``, in ``_COLUMNS`` order."""
     return (
         record.namespace, record.memory_id, record.content,
-        json.dumps(list(record.cues), ensure_ascii=False),
-        json.dumps(list(record.tags), ensure_ascii=False),
+        _TO_JSON(record.cues), _TO_JSON(record.tags),
         record.type.value, record.source, _iso(record.created_at), _iso(record.updated_at),
         _iso(record.last_accessed), record.access_count, _iso(record.expires_at),
         record.supersedes, record.superseded_by,
-        json.dumps(record.metadata, ensure_ascii=False, sort_keys=True), record.cue_origin,
+        _TO_SORTED_JSON(record.metadata), record.cue_origin,
         _iso(record.superseded_at), record.key,
     )  # fmt: skip
 

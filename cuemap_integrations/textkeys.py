@@ -1,0 +1,59 @@
+"""What ingest derives from a memory's content alone, computed once per batch.
+
+A batch passes each content through several steps that all need its normalized text: cue
+derivation and validation (:meth:`CueMap._prepare`), duplicate planning (:func:`plan_writes`),
+then indexing (:meth:`CueMap._index`). The text module's caches are deliberately small (a few
+recent texts), so by the time a 10,000-memory batch reaches planning and indexing they no longer
+hold its first texts: each would be normalized and tokenized again. A :class:`TextMemo` keeps,
+for the length of one batch, each content's normalized text and index terms. Everything in it
+is a pure function of the content (and of the store's alias table, which a batch cannot change:
+it holds the store's lock), so using it cannot change a result.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from .aliases import AliasTable
+from .text import content_terms, normalize, word_stems
+
+__all__ = ["TextKeys", "TextMemo", "text_keys"]
+
+
+class TextKeys(NamedTuple):
+    """The index keys that depend on a memory's content alone."""
+
+    normalized: str  # normalize(content)
+    aliases: list[str]  # the alias terms found in it
+    terms: list[str]  # content_terms(content): its BM25 terms, in text order
+
+
+def text_keys(content: str, aliases: AliasTable) -> TextKeys:
+    """The :class:`TextKeys` of ``content`` with the store's ``aliases``."""
+    text = normalize(content)
+    return TextKeys(text, aliases.find_in(text, word_stems(text)), content_terms(text))
+
+
+class TextMemo:
+    """:func:`text_keys` by content for one batch (dropped with the batch).
+
+    Example:
+        >>> memo = TextMemo(AliasTable([("db", "database")]))
+        >>> memo.keys("The DB is down").aliases, memo.normalized("The DB is down")
+        (['db'], 'the db is down')
+    """
+
+    def __init__(self, aliases: AliasTable) -> None:
+        self._aliases = aliases
+        self._keys: dict[str, TextKeys] = {}
+
+    def keys(self, content: str) -> TextKeys:
+        """The text keys of ``content``, computed on first use."""
+        keys = self._keys.get(content)
+        if keys is None:
+            keys = self._keys[content] = text_keys(content, self._aliases)
+        return keys
+
+    def normalized(self, content: str) -> str:
+        """``normalize(content)``, from the memo."""
+        return self.keys(content).normalized

@@ -1,0 +1,214 @@
+"""The second round of ingest speed-ups changes no output: each shortcut against what it replaces.
+
+``test_ingest_equivalence.py`` pins digests of everything ingest derives; these tests check each
+shortcut on generated input, where the corpus may not reach: a faster pattern against the one it
+stands for, a prefilter against the rule it guards, a fast path against the general loop.
+"""
+
+from __future__ import annotations
+
+import doctest
+import gc
+import re
+from datetime import datetime, timezone
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cuemap_integrations import CueMap
+from cuemap_integrations import redact as redact_module
+from cuemap_integrations import text as text_module
+from cuemap_integrations.aliases import AliasTable
+from cuemap_integrations.config import RecallConfig
+from cuemap_integrations.errors import ValidationError
+from cuemap_integrations.records import MemoryRecord
+from cuemap_integrations.text import normalize, word_stems
+from tests.core.test_ingest_equivalence import ASCII_TEXT, MIXED_TEXT
+
+_SLASH_FREE_ASCII = ASCII_TEXT.map(lambda t: t.replace("/", " "))
+
+
+@settings(max_examples=500, deadline=None)
+@given(_SLASH_FREE_ASCII)
+def test_slash_free_identifier_patterns_find_what_the_general_ones_find(text: str) -> None:
+    assert text_module._ASCII_NO_SLASH_RE.findall(text) == text_module._ASCII_ID_RE.findall(text)
+    general = text_module._ASCII_ID_SPLIT_RE.split(text)
+    assert text_module._ASCII_NO_SLASH_SPLIT_RE.split(text) == general
+
+
+# The single-quote pattern as it was: the edge lookbehind before the quote.
+_QUOTE_BEFORE = re.compile(rf"(?<!{text_module._W})'([^'\s](?:[^']*[^'\s])?)'(?!{text_module._W})")
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.one_of(
+        MIXED_TEXT,
+        st.text(alphabet=st.sampled_from(["'", "a", "é", "超", " ", "1", "_", "\n"]), max_size=30),
+    )
+)
+def test_the_single_quote_pattern_matches_like_the_one_it_replaced(text: str) -> None:
+    def found(regex: re.Pattern[str]) -> list[tuple[tuple[int, int], str]]:
+        return [(m.span(), m.group(1)) for m in regex.finditer(text)]
+
+    assert found(text_module._QUOTE_RES[1]) == found(_QUOTE_BEFORE)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(MIXED_TEXT, ASCII_TEXT))
+def test_cues_taken_as_normal_on_ascii_text_are_normal(text: str) -> None:
+    """derive_cues skips normalizing every bucket but quotations and names on ASCII text."""
+    normalized = normalize(text)
+    if not normalized.isascii():
+        return
+    rest = text_module._mask(text_module._URL_RE, normalized, text_module._URL_TRIGGER)
+    dates, rest = text_module._date_cues(rest)
+    buckets = [
+        text_module._identifier_cues(rest),
+        text_module._url_hosts(normalized),
+        text_module._number_cues(rest),
+        dates,
+        text_module._chinese_cues(rest),
+        text_module._salient_cues(rest),
+    ]
+    for cue in (c for bucket in buckets for c in bucket):
+        assert normalize(cue) == cue
+
+
+def _first_unique_before(buckets: list[list[str]], limit: int) -> list[str]:
+    """_first_unique as it was (every raw cue normalized, none skipped)."""
+    out: list[str] = []
+    for raw in (raw for bucket in buckets for raw in bucket):
+        cue = normalize(raw)
+        if cue not in out and text_module._is_valid_cue(cue):
+            out.append(cue)
+            if len(out) >= limit:
+                break
+    return out
+
+
+_CUE = st.sampled_from(["api", "API", "Api ", "  ", "", "-", "x" * 130, "ＡＢ", "ab", "a b", "é"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.lists(_CUE, max_size=6), max_size=5), st.integers(1, 8))
+def test_first_unique_and_first_valid_give_the_cues_of_the_plain_loop(
+    buckets: list[list[str]], limit: int
+) -> None:
+    expected = _first_unique_before(buckets, limit)
+    assert text_module._first_unique(buckets, limit) == expected
+    normal = [[normalize(c) for c in bucket] for bucket in buckets]
+    assert text_module._first_valid(normal, limit) == expected
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.from_regex(redact_module.PATTERNS[-1][1]))
+def test_every_us_phone_match_holds_its_second_prefilter(text: str) -> None:
+    _, rule = redact_module.PATTERNS[-1]
+    assert redact_module._NEEDS[-1] is redact_module._DIGIT_JOINED
+    match = rule.search(text)
+    assert match is not None and redact_module._DIGIT_JOINED.search(match.group())
+
+
+def test_only_the_us_phone_rule_has_a_second_prefilter() -> None:
+    assert [i for i, needs in enumerate(redact_module._NEEDS) if needs is not None] == [
+        len(redact_module.PATTERNS) - 1
+    ]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(MIXED_TEXT, st.text(max_size=40)))
+def test_folding_ascii_with_lower_is_the_full_fold(text: str) -> None:
+    assert redact_module._folded(text) == text.translate(redact_module._FOLD).lower()
+
+
+_ALIAS_WORDS = st.sampled_from(
+    ["the db", "timed out", "time out", "database", "超时了", "back up", "logs", "on", "one", "x"]
+)
+_TABLES = [
+    AliasTable(RecallConfig().aliases),
+    AliasTable([("on call", "pager"), ("db", "数据库")]),  # a phrase starting with a stop word
+]
+
+
+@pytest.mark.parametrize("table", range(len(_TABLES)))
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(MIXED_TEXT, st.lists(_ALIAS_WORDS, max_size=6).map(" ".join)))
+def test_alias_terms_found_with_the_early_exit_are_those_of_the_full_loop(
+    table: int, text: str
+) -> None:
+    aliases = _TABLES[table]
+    normalized = normalize(text)
+    stems = word_stems(normalized)
+    found = aliases.find_in(normalized, stems)
+    aliases._probes()
+    firsts, aliases._firsts = aliases._firsts, frozenset({""})
+    always, aliases._always = aliases._always, True  # no early exit: every probe is tested
+    try:
+        assert found == aliases.find_in(normalized, stems)
+    finally:
+        aliases._firsts, aliases._always = firsts, always
+
+
+_T = datetime(2026, 1, 2, tzinfo=timezone.utc)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(st.text(max_size=6), st.sampled_from([" ", "\ud800", "a\udc00"])), max_size=5
+    )
+)
+def test_cue_lists_are_checked_as_item_by_item(cues: list[str]) -> None:
+    """The all-in-C check of a cue list accepts exactly the lists the per-item loop accepts."""
+    bad = next(
+        (c for c in cues if not c.strip() or any(0xD800 <= ord(ch) <= 0xDFFF for ch in c)), None
+    )
+    if bad is None:
+        record = MemoryRecord(memory_id="m", content="x", created_at=_T, updated_at=_T, cues=cues)
+        assert record.cues == tuple(cues)
+    else:
+        with pytest.raises(ValidationError) as error:
+            MemoryRecord(memory_id="m", content="x", created_at=_T, updated_at=_T, cues=cues)
+        assert (error.value.field, error.value.value) == ("cues", bad)
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_a_batch_leaves_the_garbage_collector_as_it_found_it(enabled: bool) -> None:
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        with CueMap() as cm:
+            cm.add_many([{"content": "The API uses port 8001"}, {"content": "Redis on 6379"}])
+            assert gc.isenabled() is enabled
+            with pytest.raises(ValidationError):
+                cm.add_many([{"content": ""}])
+            assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
+def _consonants_before(word: str) -> list[bool]:
+    """The stemmer's consonant mask as it was (one bool per letter)."""
+    mask: list[bool] = []
+    for ch in word:
+        mask.append((not mask or not mask[-1]) if ch == "y" else ch not in "aeiou")
+    return mask
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.sampled_from("aeiouybcdrstwxyy"), max_size=12))
+def test_word_shapes_spell_the_porter_consonant_mask(word: str) -> None:
+    mask = _consonants_before(word)
+    assert text_module._shape(word) == "".join("c" if c else "v" for c in mask)
+    assert text_module._measure(word) == sum(
+        1 for i in range(1, len(mask)) if mask[i] and not mask[i - 1]
+    )
+
+
+def test_textkeys_examples_run() -> None:
+    from cuemap_integrations import textkeys
+
+    results = doctest.testmod(textkeys)
+    assert results.attempted and not results.failed
