@@ -30,7 +30,7 @@ from .config import RecallConfig
 from .errors import NotFoundError, ValidationError
 from .events import RecallExtension, RecallRequest, WriteEvent, WriteListener, notify
 from .index import NamespaceIndex
-from .lifecycle import StoreView, WritePlan, content_key, plan_writes
+from .lifecycle import ContentKey, StoreView, WritePlan, content_key, plan_writes
 from .links import Links
 from .ranking import QUERY_SOURCE, Carried, Filters, plan_query, rank, with_carried
 from .records import (
@@ -175,7 +175,7 @@ class CueMap:
         self._seq_of: dict[tuple[str, str], int] = {}
         self._indexes: dict[str, NamespaceIndex] = {}
         self._access: dict[int, tuple[int, datetime]] = {}
-        self._by_content: dict[tuple[str, str], dict[int, None]] = {}
+        self._by_content: dict[ContentKey, tuple[int, ...]] = {}  # in insertion order
         self._by_key: dict[tuple[str, str], int] = {}
         self._links = Links()
         self._listeners: list[WriteListener] = []
@@ -254,7 +254,7 @@ class CueMap:
         self._records[seq] = record
         self._seq_of[(record.namespace, record.memory_id)] = seq
         key = content_key(record, normalize if memo is None else memo.normalized)
-        self._by_content.setdefault(key, {})[seq] = None
+        self._by_content[key] = (*self._by_content.get(key, ()), seq)
         if record.key is not None and record.superseded_by is None:
             self._by_key[(record.namespace, record.key)] = seq
         self._threads.add(seq, record)
@@ -274,10 +274,12 @@ class CueMap:
         record = self._records.pop(seq)
         del self._seq_of[(record.namespace, record.memory_id)]
         self._threads.remove(seq, record)
-        same = self._by_content[content_key(record)]
-        del same[seq]
-        if not same:
-            del self._by_content[content_key(record)]
+        key = content_key(record)
+        same = tuple(other for other in self._by_content[key] if other != seq)
+        if same:
+            self._by_content[key] = same
+        else:
+            del self._by_content[key]
         if record.key is not None and self._by_key.get((record.namespace, record.key)) == seq:
             del self._by_key[(record.namespace, record.key)]
         index = self._indexes[record.namespace]
@@ -437,7 +439,7 @@ class CueMap:
         return StoreView(
             seq_of=lambda namespace, memory_id: self._seq_of.get((namespace, memory_id)),
             record=self._current,
-            by_content=lambda key: next(iter(self._by_content.get(key, ())), None),
+            by_content=lambda key: (self._by_content.get(key) or (None,))[0],
             active_key=lambda namespace, key: self._by_key.get((namespace, key)),
             conflict_candidates=self._conflict_candidates,
         )

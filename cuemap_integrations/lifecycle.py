@@ -18,6 +18,7 @@ Rules (each a sentence a user can predict):
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -44,12 +45,20 @@ def overlap(a: frozenset[str], b: frozenset[str]) -> tuple[int, float]:
     return shared, (shared / union if union else 0.0)
 
 
+ContentKey = tuple[str, bytes]
+
+
 def content_key(
     record: MemoryRecord, normalized: Callable[[str], str] = normalize
-) -> tuple[str, str]:
-    """What makes two memories exact duplicates: namespace and normalized content
-    (``normalized`` is :func:`normalize` or a memo of it)."""
-    return record.namespace, normalized(record.content)
+) -> ContentKey:
+    """What makes two memories exact duplicates: namespace and a 128-bit BLAKE2b digest of the
+    normalized content (``normalized`` is :func:`normalize` or a memo of it).
+
+    A digest rather than the text: the store keeps one key per memory, and the normalized text
+    cost as much memory as the content itself; a chance collision needs about 2**64 memories.
+    """
+    text = normalized(record.content).encode("utf-8", "surrogatepass")
+    return record.namespace, hashlib.blake2b(text, digest_size=16).digest()
 
 
 @dataclass
@@ -69,7 +78,7 @@ class StoreView:
 
     seq_of: Callable[[str, str], int | None]  # (namespace, memory_id) -> seq
     record: Callable[[int], MemoryRecord]
-    by_content: Callable[[tuple[str, str]], int | None]
+    by_content: Callable[[ContentKey], int | None]
     active_key: Callable[[str, str], int | None]  # (namespace, key) -> seq of the active one
     conflict_candidates: Callable[[MemoryRecord], Iterable[int]]
 
@@ -87,7 +96,7 @@ def plan_writes(
     """Plan a batch; ``records`` pairs each record with "its id was given by the caller"
     (``normalized``: :func:`normalize`, or a memo of it for the batch's contents)."""
     plan = WritePlan()
-    batch: dict[tuple[str, str], MemoryRecord] = {}
+    batch: dict[ContentKey, MemoryRecord] = {}
     ids: set[tuple[str, str]] = set()
     for record, explicit_id in records:
         key = content_key(record, normalized)
@@ -109,10 +118,10 @@ def plan_writes(
 
 
 def _duplicate_of(
-    key: tuple[str, str],
+    key: ContentKey,
     explicit_id: bool,
     view: StoreView,
-    batch: Mapping[tuple[str, str], MemoryRecord],
+    batch: Mapping[ContentKey, MemoryRecord],
 ) -> MemoryRecord | None:
     """The stored or earlier batch memory whose content key is ``key``, unless the id was given."""
     if explicit_id:
