@@ -8,9 +8,10 @@ store and query give the same ranking under any ``PYTHONHASHSEED``.
 from __future__ import annotations
 
 import heapq
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from typing import NamedTuple
 
 from .aliases import AliasTable
@@ -23,7 +24,17 @@ from .scoring import Features, combine
 from .text import content_terms, derive_cues, normalize, query_units
 from .topk import Evidence, FastScorer, gather
 
-__all__ = ["Carried", "Concept", "Filters", "QueryPlan", "plan_query", "rank", "with_carried"]
+__all__ = [
+    "Carried",
+    "Concept",
+    "Filters",
+    "Period",
+    "QueryPlan",
+    "named_period",
+    "plan_query",
+    "rank",
+    "with_carried",
+]
 
 _SECONDS_PER_DAY = 86400.0
 
@@ -129,6 +140,47 @@ class QueryPlan:
     expanded_concepts: tuple[Concept, ...]
     tags: tuple[str, ...]
     terms: tuple[str, ...]
+    period: Period | None = None
+
+
+class Period(NamedTuple):
+    """The time a query names ("on 8 May 2023", "in May 2023"): ``start`` up to ``end`` (excluded)."""
+
+    start: datetime
+    end: datetime
+
+    def holds(self, moment: datetime, days_after: float) -> bool:
+        """True when ``moment`` falls in the period or within ``days_after`` days after it."""
+        return self.start <= moment < self.end + timedelta(days=days_after)
+
+
+_DATE_CUE = re.compile(r"(\d{4})-(\d{2})(?:-(\d{2}))?")
+
+
+def named_period(cues: Iterable[str]) -> Period | None:
+    """The span of the days and months among ``cues`` (date cues as :func:`derive_cues` writes
+    them: ``2023-05-08``, ``2023-05``), or None when they name none. Bare years are too coarse
+    to tell one memory from another and are ignored."""
+    spans = [span for span in map(_date_span, cues) if span is not None]
+    if not spans:
+        return None
+    return Period(min(s.start for s in spans), max(s.end for s in spans))
+
+
+def _date_span(cue: str) -> Period | None:
+    match = _DATE_CUE.fullmatch(cue)
+    if match is None:
+        return None
+    year, month, day = (int(g) if g else 0 for g in match.groups())
+    try:
+        if day:
+            start = datetime(year, month, day, tzinfo=timezone.utc)
+            return Period(start, start + timedelta(days=1))
+        start = datetime(year, month, 1, tzinfo=timezone.utc)
+        following = datetime(year + month // 12, month % 12 + 1, 1, tzinfo=timezone.utc)
+    except ValueError:  # "2023-13" or "2023-02-30": not a date after all
+        return None
+    return Period(start, following)
 
 
 def plan_query(
@@ -147,7 +199,8 @@ def plan_query(
     found = index.cue_lexicon.match(normalized) + aliases.find(normalized)
     # Dates and numbers with units are written many ways ("8 May 2023", "5 ms"): read the
     # query with the same rules as memories, and keep what the index knows.
-    found += [cue for cue in derive_cues(query) if cue in index.cues]
+    derived = derive_cues(query)
+    found += [cue for cue in derived if cue in index.cues]
     found += [normalize(c) for c in extra_cues if normalize(c)]
     plan = QueryPlan(
         query=query,
@@ -157,6 +210,7 @@ def plan_query(
         expanded_concepts=(),
         tags=tuple(index.tag_lexicon.match(normalized)),
         terms=tuple(dict.fromkeys(content_terms(normalized))),
+        period=named_period(derived),
     )
     return with_carried(plan, expanded, aliases)
 
@@ -286,6 +340,9 @@ def rank(
     ``prune`` (the default), candidates that provably cannot reach the top ``k`` are skipped
     (:mod:`.topk`); the hits are the same as without it. ``explain=False`` leaves the hits'
     breakdowns empty, for a pass whose hits only feed the next pass (pseudo-relevance feedback).
+
+    When the query names a day or a month (``plan.period``), memories created then, or up to
+    ``cfg.date_days_after`` days later, gain ``cfg.date_bonus`` (see :func:`_with_date_bonus`).
     """
 
     def admitted(seq: int) -> bool:
@@ -296,8 +353,64 @@ def rank(
         return access_counts.get(seq, records[seq].access_count)
 
     fast = FastScorer(cfg, index.docs, now.timestamp(), access)
-    if not FastScorer.usable(cfg):
-        return _rank_with_rules(index, records, access, plan, cfg, k, admitted, now, min_score)
+    usable = FastScorer.usable(cfg)
+
+    def top(admits: Callable[[int], bool], floor: float | None) -> _Pass:
+        if not usable:
+            return _pass_with_rules(index, records, access, plan, cfg, k, admits, now, floor)
+        return _pass(index, plan, cfg, k, fast, prune, admits, floor)
+
+    ranked = top(admitted, min_score)
+    rows, evidence, bonus = ranked.rows, dict.fromkeys(ranked.seqs(), ranked.sig), {}
+    dated = _dated(plan, cfg, records)
+    if dated is not None:
+        floor = None if min_score is None else min_score - cfg.date_bonus
+        extra = top(lambda seq: admitted(seq) and dated(seq), floor)
+        evidence.update(dict.fromkeys(extra.seqs(), extra.sig))
+        rows = _with_date_bonus([*rows, *extra.rows], dated, cfg.date_bonus, k)
+        bonus = {seq: cfg.date_bonus for _, _, seq in rows if dated(seq)}
+    if not explain:
+        bare = [Hit(records[seq], -neg, _UNEXPLAINED) for _, neg, seq in rows]
+        return bare, _trace(plan, ranked.count, bare)
+    hits = [
+        _hit(seq, -neg, records[seq], evidence[seq], index, plan, cfg, now, access(seq),
+             bonus.get(seq, 0.0))
+        for _, neg, seq in rows
+    ]  # fmt: skip
+    return hits, _trace(plan, ranked.count, hits)
+
+
+_UNEXPLAINED = ScoreBreakdown(contributions=())
+
+_Row = tuple[bool, float, int]  # (tag-only match, -score, seq): rows sort best first
+
+
+class _Pass(NamedTuple):
+    """One ranking pass: its best rows, the evidence they were scored on, how many were scored."""
+
+    rows: list[_Row]
+    sig: Evidence
+    count: int
+
+    def seqs(self) -> list[int]:
+        return [seq for _, _, seq in self.rows]
+
+
+def _tag_only(seq: int, sig: Evidence) -> bool:
+    return seq not in sig.cue and seq not in sig.session and seq not in sig.content
+
+
+def _pass(
+    index: NamespaceIndex,
+    plan: QueryPlan,
+    cfg: RecallConfig,
+    k: int,
+    fast: FastScorer,
+    prune: bool,
+    admitted: Callable[[int], bool],
+    min_score: float | None,
+) -> _Pass:
+    """The best ``k`` admitted rows by the built-in rules (``fast``), pruned when ``prune``."""
     sig = gather(
         index, plan, cfg, k=k, scorer=fast if prune else None, admitted=admitted,
         min_score=min_score,
@@ -306,32 +419,65 @@ def rank(
     for seq in sig.candidates():
         score = fast.score(seq, sig)
         if min_score is None or score >= min_score:
-            tag_only = seq not in sig.cue and seq not in sig.session and seq not in sig.content
-            rows.append((tag_only, -score, seq))
-    top = _top_admitted(rows, k, admitted)
-    if not explain:
-        bare = [Hit(records[seq], score, _UNEXPLAINED) for seq, score in top]
-        return bare, _trace(plan, len(rows), bare)
-    hits = [
-        _hit(seq, score, records[seq], sig, index, plan, cfg, now, access(seq))
-        for seq, score in top
-    ]
-    return hits, _trace(plan, len(rows), hits)
+            rows.append((_tag_only(seq, sig), -score, seq))
+    return _Pass(_top_admitted(rows, k, admitted), sig, len(rows))
 
 
-_UNEXPLAINED = ScoreBreakdown(contributions=())
+def _pass_with_rules(
+    index: NamespaceIndex,
+    records: Mapping[int, MemoryRecord],
+    access: Callable[[int], int],
+    plan: QueryPlan,
+    cfg: RecallConfig,
+    k: int,
+    admitted: Callable[[int], bool],
+    now: datetime,
+    min_score: float | None,
+) -> _Pass:
+    """The general path for user-registered rules: every candidate through ``combine``."""
+    sig = gather(index, plan, cfg, k=k, scorer=None, admitted=admitted)
+    rows = []
+    for seq in sig.candidates():
+        if not admitted(seq):
+            continue
+        score, _ = combine(_features(seq, records[seq], sig, now, access(seq)), cfg)
+        if min_score is None or score >= min_score:
+            rows.append((_tag_only(seq, sig), -score, seq))
+    return _Pass(heapq.nsmallest(k, rows), sig, len(rows))
 
 
-def _top_admitted(
-    rows: list[tuple[bool, float, int]], k: int, admitted: Callable[[int], bool]
-) -> list[tuple[int, float]]:
-    """The best ``k`` admitted rows as ``(seq, score)``; filters are checked best rows first."""
+def _top_admitted(rows: list[_Row], k: int, admitted: Callable[[int], bool]) -> list[_Row]:
+    """The best ``k`` admitted rows; filters are checked best rows first."""
     best = heapq.nsmallest(2 * k, rows)
-    chosen = [(seq, -neg) for _, neg, seq in best if admitted(seq)][:k]
+    chosen = [row for row in best if admitted(row[2])][:k]
     if len(chosen) == k or len(best) == len(rows):
         return chosen
-    admitted_rows = (r for r in rows if admitted(r[2]))
-    return [(seq, -neg) for _, neg, seq in heapq.nsmallest(k, admitted_rows)]
+    return heapq.nsmallest(k, (r for r in rows if admitted(r[2])))
+
+
+def _dated(
+    plan: QueryPlan, cfg: RecallConfig, records: Mapping[int, MemoryRecord]
+) -> Callable[[int], bool] | None:
+    """Whether a memory was created in the period the query names (None: no period, or off)."""
+    period = plan.period
+    if period is None or not cfg.date_bonus:
+        return None
+    return lambda seq: period.holds(records[seq].created_at, cfg.date_days_after)
+
+
+def _with_date_bonus(
+    rows: Iterable[_Row], dated: Callable[[int], bool], bonus: float, k: int
+) -> list[_Row]:
+    """The best ``k`` of ``rows`` once every dated memory gains ``bonus``.
+
+    ``rows`` are the top ``k`` of the query and the top ``k`` among the dated memories alone.
+    That is enough for the exact top ``k`` of all candidates: the bonus keeps the order of the
+    dated memories among themselves and moves no undated memory up.
+    """
+    best: dict[int, _Row] = {}
+    for tag_only, neg, seq in rows:
+        best[seq] = (tag_only, neg - bonus if dated(seq) else neg, seq)
+    return heapq.nsmallest(k, best.values())
 
 
 def _hit(
@@ -344,35 +490,12 @@ def _hit(
     cfg: RecallConfig,
     now: datetime,
     access: int,
+    date_bonus: float,
 ) -> Hit:
     _, parts = combine(_features(seq, record, sig, now, access), cfg)  # the same sum, explained
+    if date_bonus:
+        parts += (("date", date_bonus),)
     return Hit(record, score, _explain(seq, index, plan, parts))
-
-
-def _rank_with_rules(
-    index: NamespaceIndex,
-    records: Mapping[int, MemoryRecord],
-    access: Callable[[int], int],
-    plan: QueryPlan,
-    cfg: RecallConfig,
-    k: int,
-    admitted: Callable[[int], bool],
-    now: datetime,
-    min_score: float | None,
-) -> tuple[list[Hit], RecallTrace]:
-    """The general path for user-registered rules: every candidate through ``combine``."""
-    sig = gather(index, plan, cfg, k=k, scorer=None, admitted=admitted)
-    scored = []
-    for seq in sig.candidates():
-        if not admitted(seq):
-            continue
-        score, parts = combine(_features(seq, records[seq], sig, now, access(seq)), cfg)
-        if min_score is None or score >= min_score:
-            tag_only = seq not in sig.cue and seq not in sig.session and seq not in sig.content
-            scored.append((tag_only, -score, seq, parts))
-    top = heapq.nsmallest(k, scored, key=lambda row: row[:3])
-    hits = [Hit(records[s], -neg, _explain(s, index, plan, parts)) for _, neg, s, parts in top]
-    return hits, _trace(plan, len(scored), hits)
 
 
 def _trace(plan: QueryPlan, candidates: int, hits: Sequence[Hit]) -> RecallTrace:
