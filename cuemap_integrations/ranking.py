@@ -371,13 +371,13 @@ def rank(
         bonus = {seq: cfg.date_bonus for _, _, seq in rows if dated(seq)}
     if not explain:
         bare = [Hit(records[seq], -neg, _UNEXPLAINED) for _, neg, seq in rows]
-        return bare, _trace(plan, ranked.count, bare)
+        return bare, _trace(plan, ranked.scored, bare)
     hits = [
         _hit(seq, -neg, records[seq], evidence[seq], index, plan, cfg, now, access(seq),
              bonus.get(seq, 0.0))
         for _, neg, seq in rows
     ]  # fmt: skip
-    return hits, _trace(plan, ranked.count, hits)
+    return hits, _trace(plan, ranked.scored, hits)
 
 
 _UNEXPLAINED = ScoreBreakdown(contributions=())
@@ -390,7 +390,7 @@ class _Pass(NamedTuple):
 
     rows: list[_Row]
     sig: Evidence
-    count: int
+    scored: int
 
     def seqs(self) -> list[int]:
         return [seq for _, _, seq in self.rows]
