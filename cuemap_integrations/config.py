@@ -108,6 +108,9 @@ class RecallConfig:
             what was remembered then; 0 turns it off.
         date_days_after: a memory created up to this many days after the named period still
             counts as created in it (things are often told a day or a week after they happen).
+        speaker_bonus: added to the score of a transcript turn whose ``speaker`` (or ``author``)
+            metadata the query names ("what did Ana say about..."): questions about a person are
+            mostly answered by what that person said; 0 turns it off.
         track_access: recall updates ``last_accessed`` / ``access_count``.
         prune: skip candidates that provably cannot reach the top k (exact; off only to compare).
         dedupe: an add without ``memory_id`` whose text is already stored returns the stored memory.
@@ -132,14 +135,15 @@ class RecallConfig:
     session_min_share: float = 0.5
     session_only_factor: float = 0.5
     session_self_factor: float = 0.5
-    feedback_hits: int = 3
+    feedback_hits: int = 5
     carry_max_share: float = 0.02
     carry_min_df: int = 20
     context_weight: float = 0.5
     context_span: int = 2
     feedback_weight: float = 1.0
-    date_bonus: float = 4.0
+    date_bonus: float = 8.0
     date_days_after: float = 1.0
+    speaker_bonus: float = 1.0
     track_access: bool = True
     prune: bool = True
     dedupe: bool = True
@@ -167,6 +171,7 @@ class RecallConfig:
         _check_number("feedback_weight", self.feedback_weight, low=0.0)
         _check_number("date_bonus", self.date_bonus, low=0.0)
         _check_number("date_days_after", self.date_days_after, low=0.0)
+        _check_number("speaker_bonus", self.speaker_bonus, low=0.0)
         _check_number("context_weight", self.context_weight, low=0.0, high=1.0)
         _check_number("carry_max_share", self.carry_max_share, low=0.0, high=1.0)
         for name in (

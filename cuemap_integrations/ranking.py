@@ -22,6 +22,7 @@ from .records import MemoryRecord, MemoryType, coerce_timestamp
 from .results import Hit, RecallTrace, ScoreBreakdown
 from .scoring import Features, combine
 from .text import content_terms, derive_cues, normalize, query_units
+from .threads import speaker_of
 from .topk import Evidence, FastScorer, gather
 
 __all__ = [
@@ -141,6 +142,7 @@ class QueryPlan:
     tags: tuple[str, ...]
     terms: tuple[str, ...]
     period: Period | None = None
+    speakers: tuple[str, ...] = ()  # speakers of transcript turns the query names
 
 
 class Period(NamedTuple):
@@ -341,8 +343,8 @@ def rank(
     (:mod:`.topk`); the hits are the same as without it. ``explain=False`` leaves the hits'
     breakdowns empty, for a pass whose hits only feed the next pass (pseudo-relevance feedback).
 
-    When the query names a day or a month (``plan.period``), memories created then, or up to
-    ``cfg.date_days_after`` days later, gain ``cfg.date_bonus`` (see :func:`_with_date_bonus`).
+    A query naming a day or a month, or the speaker of transcript turns, gives the memories
+    created then, or that speaker's turns, a bonus (:func:`_boosts`, :func:`_with_boosts`).
     """
 
     def admitted(seq: int) -> bool:
@@ -361,20 +363,25 @@ def rank(
         return _pass(index, plan, cfg, k, fast, prune, admits, floor)
 
     ranked = top(admitted, min_score)
-    rows, evidence, bonus = ranked.rows, dict.fromkeys(ranked.seqs(), ranked.sig), {}
-    dated = _dated(plan, cfg, records)
-    if dated is not None:
-        floor = None if min_score is None else min_score - cfg.date_bonus
-        extra = top(lambda seq: admitted(seq) and dated(seq), floor)
-        evidence.update(dict.fromkeys(extra.seqs(), extra.sig))
-        rows = _with_date_bonus([*rows, *extra.rows], dated, cfg.date_bonus, k)
-        bonus = {seq: cfg.date_bonus for _, _, seq in rows if dated(seq)}
+    rows, evidence = ranked.rows, dict.fromkeys(ranked.seqs(), ranked.sig)
+    boosts = _boosts(plan, cfg, records)
+    for chosen in _combinations(boosts):  # each mix of boosts: its own exact top k
+        extra = sum(b.value for b in chosen)
+
+        def boosted(seq: int, chosen: tuple[_Boost, ...] = chosen) -> bool:
+            return admitted(seq) and all(b.holds(seq) for b in chosen)
+
+        more = top(boosted, None if min_score is None else min_score - extra)
+        rows += more.rows
+        evidence.update(dict.fromkeys(more.seqs(), more.sig))
+    if boosts:
+        rows = _with_boosts(rows, boosts, k)
     if not explain:
         bare = [Hit(records[seq], -neg, _UNEXPLAINED) for _, neg, seq in rows]
         return bare, _trace(plan, ranked.scored, bare)
     hits = [
         _hit(seq, -neg, records[seq], evidence[seq], index, plan, cfg, now, access(seq),
-             bonus.get(seq, 0.0))
+             tuple((b.name, b.value) for b in boosts if b.holds(seq)))
         for _, neg, seq in rows
     ]  # fmt: skip
     return hits, _trace(plan, ranked.scored, hits)
@@ -455,28 +462,53 @@ def _top_admitted(rows: list[_Row], k: int, admitted: Callable[[int], bool]) -> 
     return heapq.nsmallest(k, (r for r in rows if admitted(r[2])))
 
 
-def _dated(
+class _Boost(NamedTuple):
+    """A bonus for the memories a query singles out by something other than their words."""
+
+    name: str  # its name among a hit's score contributions
+    value: float
+    holds: Callable[[int], bool]  # seq -> does the bonus apply
+
+
+def _boosts(
     plan: QueryPlan, cfg: RecallConfig, records: Mapping[int, MemoryRecord]
-) -> Callable[[int], bool] | None:
-    """Whether a memory was created in the period the query names (None: no period, or off)."""
-    period = plan.period
-    if period is None or not cfg.date_bonus:
-        return None
-    return lambda seq: period.holds(records[seq].created_at, cfg.date_days_after)
+) -> tuple[_Boost, ...]:
+    """The bonuses this query gives: ``date`` when it names a day or a month (memories created
+    then, or up to ``date_days_after`` days later), ``speaker`` when it names the speaker of
+    transcript turns (that speaker's turns)."""
+    boosts = []
+    period, speakers = plan.period, frozenset(plan.speakers)
+    if period is not None and cfg.date_bonus:
+        days = cfg.date_days_after
+        boosts.append(
+            _Boost("date", cfg.date_bonus, lambda seq: period.holds(records[seq].created_at, days))
+        )
+    if speakers and cfg.speaker_bonus:
+        boosts.append(
+            _Boost("speaker", cfg.speaker_bonus, lambda seq: speaker_of(records[seq]) in speakers)
+        )
+    return tuple(boosts)
 
 
-def _with_date_bonus(
-    rows: Iterable[_Row], dated: Callable[[int], bool], bonus: float, k: int
-) -> list[_Row]:
-    """The best ``k`` of ``rows`` once every dated memory gains ``bonus``.
+def _combinations(boosts: Sequence[_Boost]) -> list[tuple[_Boost, ...]]:
+    """Every non-empty combination of ``boosts``, in a fixed order (at most three of them)."""
+    return [
+        tuple(b for i, b in enumerate(boosts) if mask >> i & 1)
+        for mask in range(1, 1 << len(boosts))
+    ]
 
-    ``rows`` are the top ``k`` of the query and the top ``k`` among the dated memories alone.
-    That is enough for the exact top ``k`` of all candidates: the bonus keeps the order of the
-    dated memories among themselves and moves no undated memory up.
+
+def _with_boosts(rows: Iterable[_Row], boosts: Sequence[_Boost], k: int) -> list[_Row]:
+    """The best ``k`` of ``rows`` once each memory gains the boosts that hold for it.
+
+    ``rows`` are the top ``k`` of the query and, for each combination of boosts, the top ``k``
+    among the memories all of its boosts hold for. That is enough for the exact top ``k`` of all
+    candidates: a memory that gains the boosts of a combination is outranked by every memory of
+    that combination that scored more than it before, and a boost moves no memory without it up.
     """
     best: dict[int, _Row] = {}
     for tag_only, neg, seq in rows:
-        best[seq] = (tag_only, neg - bonus if dated(seq) else neg, seq)
+        best[seq] = (tag_only, neg - sum(b.value for b in boosts if b.holds(seq)), seq)
     return heapq.nsmallest(k, best.values())
 
 
@@ -490,12 +522,10 @@ def _hit(
     cfg: RecallConfig,
     now: datetime,
     access: int,
-    date_bonus: float,
+    bonuses: tuple[tuple[str, float], ...],
 ) -> Hit:
     _, parts = combine(_features(seq, record, sig, now, access), cfg)  # the same sum, explained
-    if date_bonus:
-        parts += (("date", date_bonus),)
-    return Hit(record, score, _explain(seq, index, plan, parts))
+    return Hit(record, score, _explain(seq, index, plan, parts + bonuses))
 
 
 def _trace(plan: QueryPlan, candidates: int, hits: Sequence[Hit]) -> RecallTrace:

@@ -14,6 +14,7 @@ from ..conftest import FakeClock
 
 UTC = timezone.utc
 MAY_8 = datetime(2023, 5, 8, 15, 0, tzinfo=UTC)
+START_MAY = datetime(2023, 5, 1, tzinfo=UTC)
 
 
 def test_named_period_reads_days_and_months_and_spans_several() -> None:
@@ -54,7 +55,7 @@ def test_a_named_day_puts_that_days_memory_first() -> None:
     result = diary().recall(query, k=3)
     assert result.memory_ids[0] == "may8"
     hit = result.hits[0]
-    assert dict(hit.breakdown.contributions)["date"] == 4.0
+    assert dict(hit.breakdown.contributions)["date"] == 8.0
     assert sum(v for _, v in hit.breakdown.contributions) == pytest.approx(hit.score)
 
 
@@ -86,18 +87,19 @@ def test_the_bonus_ranking_is_the_exact_top_k_of_all_candidates() -> None:
     ]  # fmt: skip
     stores = [
         CueMap(config=cfg, clock=FakeClock(MAY_8 + timedelta(60)))
-        for cfg in ({"date_bonus": 0.0}, {})
-    ]
+        for cfg in ({"date_bonus": 0.0, "feedback_hits": 0}, {"feedback_hits": 0})
+    ]  # without feedback: a feedback pass would read different first passes
     for cm in stores:
         cm.add_many(items)
     plain, dated = stores
     query = "dog walk by the lake in May 2023"
     everything = plain.recall(query, k=len(items))
     order = {hit.memory_id: n for n, hit in enumerate(everything)}
-    in_may = {i["memory_id"] for i in items if i["created_at"].month == 5}  # type: ignore[attr-defined]
+    june_2 = datetime(2023, 6, 2, tzinfo=UTC)  # May, and the day after it (date_days_after)
+    in_may = {i["memory_id"] for i in items if START_MAY <= i["created_at"] < june_2}  # type: ignore[operator]
     rescored = sorted(
         everything,
-        key=lambda h: (-(h.score + 4.0 * (h.memory_id in in_may)), order[h.memory_id]),
+        key=lambda h: (-(h.score + 8.0 * (h.memory_id in in_may)), order[h.memory_id]),
     )
     assert rescored[:5] != list(everything)[:5]  # the bonus matters here
     for k in (1, 5, 20):
