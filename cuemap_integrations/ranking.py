@@ -491,7 +491,8 @@ def _boosts(
 
 
 def _combinations(boosts: Sequence[_Boost]) -> list[tuple[_Boost, ...]]:
-    """Every non-empty combination of ``boosts``, in a fixed order (at most three of them)."""
+    """Every non-empty combination of ``boosts``, in a fixed order: one extra pass each (a query
+    naming both a date and a speaker costs three)."""
     return [
         tuple(b for i, b in enumerate(boosts) if mask >> i & 1)
         for mask in range(1, 1 << len(boosts))
@@ -503,8 +504,9 @@ def _with_boosts(rows: Iterable[_Row], boosts: Sequence[_Boost], k: int) -> list
 
     ``rows`` are the top ``k`` of the query and, for each combination of boosts, the top ``k``
     among the memories all of its boosts hold for. That is enough for the exact top ``k`` of all
-    candidates: a memory that gains the boosts of a combination is outranked by every memory of
-    that combination that scored more than it before, and a boost moves no memory without it up.
+    candidates: a memory that gains exactly the boosts of one combination ends up below every
+    memory that holds them all and scored more than it before; so if ``k`` of those exist, it is
+    out, and otherwise it is among that combination's top ``k``.
     """
     best: dict[int, _Row] = {}
     for tag_only, neg, seq in rows:
