@@ -105,7 +105,8 @@ class RecallConfig:
         context_span: how many turns on each side count as next to a turn.
         date_bonus: added to the score of a memory created on the day or in the month the
             query names ("on 8 May, 2023", "in May 2023"), so "what did I do in May?" prefers
-            what was remembered then; 0 turns it off.
+            what was remembered then; 0 turns it off. The default (8) is about one strong cue
+            match: the date decides between comparable text matches, not over a far better one.
         date_days_after: a memory created up to this many days after the named period still
             counts as created in it (things are often told a day or a week after they happen).
         speaker_bonus: added to the score of a transcript turn whose ``speaker`` (or ``author``)
