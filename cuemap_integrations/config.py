@@ -103,6 +103,15 @@ class RecallConfig:
             ``session_id``, ``thread_id`` or ``session``) are also indexed with the words of the
             turns next to them, at this fraction of a word of their own; 0 turns it off.
         context_span: how many turns on each side count as next to a turn.
+        date_bonus: added to the score of a memory created on the day or in the month the
+            query names ("on 8 May, 2023", "in May 2023"), so "what did I do in May?" prefers
+            what was remembered then; 0 turns it off. The default (8) is about one strong cue
+            match: the date decides between comparable text matches, not over a far better one.
+        date_days_after: a memory created up to this many days after the named period still
+            counts as created in it (things are often told a day or a week after they happen).
+        speaker_bonus: added to the score of a transcript turn whose ``speaker`` (or ``author``)
+            metadata the query names ("what did Ana say about..."): questions about a person are
+            mostly answered by what that person said; 0 turns it off.
         track_access: recall updates ``last_accessed`` / ``access_count``.
         prune: skip candidates that provably cannot reach the top k (exact; off only to compare).
         dedupe: an add without ``memory_id`` whose text is already stored returns the stored memory.
@@ -127,12 +136,15 @@ class RecallConfig:
     session_min_share: float = 0.5
     session_only_factor: float = 0.5
     session_self_factor: float = 0.5
-    feedback_hits: int = 3
+    feedback_hits: int = 5
     carry_max_share: float = 0.02
     carry_min_df: int = 20
     context_weight: float = 0.5
     context_span: int = 2
     feedback_weight: float = 1.0
+    date_bonus: float = 8.0
+    date_days_after: float = 1.0
+    speaker_bonus: float = 1.0
     track_access: bool = True
     prune: bool = True
     dedupe: bool = True
@@ -158,6 +170,9 @@ class RecallConfig:
         _check_number("session_only_factor", self.session_only_factor, low=0.0, high=1.0)
         _check_number("session_self_factor", self.session_self_factor, low=0.0, high=1.0)
         _check_number("feedback_weight", self.feedback_weight, low=0.0)
+        _check_number("date_bonus", self.date_bonus, low=0.0)
+        _check_number("date_days_after", self.date_days_after, low=0.0)
+        _check_number("speaker_bonus", self.speaker_bonus, low=0.0)
         _check_number("context_weight", self.context_weight, low=0.0, high=1.0)
         _check_number("carry_max_share", self.carry_max_share, low=0.0, high=1.0)
         for name in (

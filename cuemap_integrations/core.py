@@ -745,6 +745,7 @@ class CueMap:
             counts = {seq: count for seq, (count, _) in self._access.items()}
 
             read = plan_query(query, index, self.aliases, extra_cues=extra_cues)  # read once
+            read = replace(read, speakers=self._threads.named_speakers(namespace, read.normalized))
 
             def ranked(
                 extra: Sequence[Carried], k: int = k, explain: bool = True

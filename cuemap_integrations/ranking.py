@@ -8,9 +8,10 @@ store and query give the same ranking under any ``PYTHONHASHSEED``.
 from __future__ import annotations
 
 import heapq
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from typing import NamedTuple
 
 from .aliases import AliasTable
@@ -21,9 +22,20 @@ from .records import MemoryRecord, MemoryType, coerce_timestamp
 from .results import Hit, RecallTrace, ScoreBreakdown
 from .scoring import Features, combine
 from .text import content_terms, derive_cues, normalize, query_units
+from .threads import speaker_of
 from .topk import Evidence, FastScorer, gather
 
-__all__ = ["Carried", "Concept", "Filters", "QueryPlan", "plan_query", "rank", "with_carried"]
+__all__ = [
+    "Carried",
+    "Concept",
+    "Filters",
+    "Period",
+    "QueryPlan",
+    "named_period",
+    "plan_query",
+    "rank",
+    "with_carried",
+]
 
 _SECONDS_PER_DAY = 86400.0
 
@@ -129,6 +141,48 @@ class QueryPlan:
     expanded_concepts: tuple[Concept, ...]
     tags: tuple[str, ...]
     terms: tuple[str, ...]
+    period: Period | None = None
+    speakers: tuple[str, ...] = ()  # speakers of transcript turns the query names
+
+
+class Period(NamedTuple):
+    """The time a query names ("on 8 May 2023", "in May 2023"): ``start`` up to ``end`` (excluded)."""
+
+    start: datetime
+    end: datetime
+
+    def holds(self, moment: datetime, days_after: float) -> bool:
+        """True when ``moment`` falls in the period or within ``days_after`` days after it."""
+        return self.start <= moment < self.end + timedelta(days=days_after)
+
+
+_DATE_CUE = re.compile(r"(\d{4})-(\d{2})(?:-(\d{2}))?")
+
+
+def named_period(cues: Iterable[str]) -> Period | None:
+    """The span of the days and months among ``cues`` (date cues as :func:`derive_cues` writes
+    them: ``2023-05-08``, ``2023-05``), or None when they name none. Bare years are too coarse
+    to tell one memory from another and are ignored."""
+    spans = [span for span in map(_date_span, cues) if span is not None]
+    if not spans:
+        return None
+    return Period(min(s.start for s in spans), max(s.end for s in spans))
+
+
+def _date_span(cue: str) -> Period | None:
+    match = _DATE_CUE.fullmatch(cue)
+    if match is None:
+        return None
+    year, month, day = (int(g) if g else 0 for g in match.groups())
+    try:
+        if day:
+            start = datetime(year, month, day, tzinfo=timezone.utc)
+            return Period(start, start + timedelta(days=1))
+        start = datetime(year, month, 1, tzinfo=timezone.utc)
+        following = datetime(year + month // 12, month % 12 + 1, 1, tzinfo=timezone.utc)
+    except ValueError:  # "2023-13" or "2023-02-30": not a date after all
+        return None
+    return Period(start, following)
 
 
 def plan_query(
@@ -147,7 +201,8 @@ def plan_query(
     found = index.cue_lexicon.match(normalized) + aliases.find(normalized)
     # Dates and numbers with units are written many ways ("8 May 2023", "5 ms"): read the
     # query with the same rules as memories, and keep what the index knows.
-    found += [cue for cue in derive_cues(query) if cue in index.cues]
+    derived = derive_cues(query)
+    found += [cue for cue in derived if cue in index.cues]
     found += [normalize(c) for c in extra_cues if normalize(c)]
     plan = QueryPlan(
         query=query,
@@ -157,6 +212,7 @@ def plan_query(
         expanded_concepts=(),
         tags=tuple(index.tag_lexicon.match(normalized)),
         terms=tuple(dict.fromkeys(content_terms(normalized))),
+        period=named_period(derived),
     )
     return with_carried(plan, expanded, aliases)
 
@@ -286,6 +342,9 @@ def rank(
     ``prune`` (the default), candidates that provably cannot reach the top ``k`` are skipped
     (:mod:`.topk`); the hits are the same as without it. ``explain=False`` leaves the hits'
     breakdowns empty, for a pass whose hits only feed the next pass (pseudo-relevance feedback).
+
+    A query naming a day or a month, or the speaker of transcript turns, gives the memories
+    created then, or that speaker's turns, a bonus (:func:`_boosts`, :func:`_with_boosts`).
     """
 
     def admitted(seq: int) -> bool:
@@ -296,8 +355,69 @@ def rank(
         return access_counts.get(seq, records[seq].access_count)
 
     fast = FastScorer(cfg, index.docs, now.timestamp(), access)
-    if not FastScorer.usable(cfg):
-        return _rank_with_rules(index, records, access, plan, cfg, k, admitted, now, min_score)
+    usable = FastScorer.usable(cfg)
+
+    def top(admits: Callable[[int], bool], floor: float | None) -> _Pass:
+        if not usable:
+            return _pass_with_rules(index, records, access, plan, cfg, k, admits, now, floor)
+        return _pass(index, plan, cfg, k, fast, prune, admits, floor)
+
+    ranked = top(admitted, min_score)
+    rows, evidence = ranked.rows, dict.fromkeys(ranked.seqs(), ranked.sig)
+    boosts = _boosts(plan, cfg, records)
+    for chosen in _combinations(boosts):  # each mix of boosts: its own exact top k
+        extra = sum(b.value for b in chosen)
+
+        def boosted(seq: int, chosen: tuple[_Boost, ...] = chosen) -> bool:
+            return admitted(seq) and all(b.holds(seq) for b in chosen)
+
+        more = top(boosted, None if min_score is None else min_score - extra)
+        rows += more.rows
+        evidence.update(dict.fromkeys(more.seqs(), more.sig))
+    if boosts:
+        rows = _with_boosts(rows, boosts, k)
+    if not explain:
+        bare = [Hit(records[seq], -neg, _UNEXPLAINED) for _, neg, seq in rows]
+        return bare, _trace(plan, ranked.scored, bare)
+    hits = [
+        _hit(seq, -neg, records[seq], evidence[seq], index, plan, cfg, now, access(seq),
+             tuple((b.name, b.value) for b in boosts if b.holds(seq)))
+        for _, neg, seq in rows
+    ]  # fmt: skip
+    return hits, _trace(plan, ranked.scored, hits)
+
+
+_UNEXPLAINED = ScoreBreakdown(contributions=())
+
+_Row = tuple[bool, float, int]  # (tag-only match, -score, seq): rows sort best first
+
+
+class _Pass(NamedTuple):
+    """One ranking pass: its best rows, the evidence they were scored on, how many were scored."""
+
+    rows: list[_Row]
+    sig: Evidence
+    scored: int
+
+    def seqs(self) -> list[int]:
+        return [seq for _, _, seq in self.rows]
+
+
+def _tag_only(seq: int, sig: Evidence) -> bool:
+    return seq not in sig.cue and seq not in sig.session and seq not in sig.content
+
+
+def _pass(
+    index: NamespaceIndex,
+    plan: QueryPlan,
+    cfg: RecallConfig,
+    k: int,
+    fast: FastScorer,
+    prune: bool,
+    admitted: Callable[[int], bool],
+    min_score: float | None,
+) -> _Pass:
+    """The best ``k`` admitted rows by the built-in rules (``fast``), pruned when ``prune``."""
     sig = gather(
         index, plan, cfg, k=k, scorer=fast if prune else None, admitted=admitted,
         min_score=min_score,
@@ -306,32 +426,92 @@ def rank(
     for seq in sig.candidates():
         score = fast.score(seq, sig)
         if min_score is None or score >= min_score:
-            tag_only = seq not in sig.cue and seq not in sig.session and seq not in sig.content
-            rows.append((tag_only, -score, seq))
-    top = _top_admitted(rows, k, admitted)
-    if not explain:
-        bare = [Hit(records[seq], score, _UNEXPLAINED) for seq, score in top]
-        return bare, _trace(plan, len(rows), bare)
-    hits = [
-        _hit(seq, score, records[seq], sig, index, plan, cfg, now, access(seq))
-        for seq, score in top
-    ]
-    return hits, _trace(plan, len(rows), hits)
+            rows.append((_tag_only(seq, sig), -score, seq))
+    return _Pass(_top_admitted(rows, k, admitted), sig, len(rows))
 
 
-_UNEXPLAINED = ScoreBreakdown(contributions=())
+def _pass_with_rules(
+    index: NamespaceIndex,
+    records: Mapping[int, MemoryRecord],
+    access: Callable[[int], int],
+    plan: QueryPlan,
+    cfg: RecallConfig,
+    k: int,
+    admitted: Callable[[int], bool],
+    now: datetime,
+    min_score: float | None,
+) -> _Pass:
+    """The general path for user-registered rules: every candidate through ``combine``."""
+    sig = gather(index, plan, cfg, k=k, scorer=None, admitted=admitted)
+    rows = []
+    for seq in sig.candidates():
+        if not admitted(seq):
+            continue
+        score, _ = combine(_features(seq, records[seq], sig, now, access(seq)), cfg)
+        if min_score is None or score >= min_score:
+            rows.append((_tag_only(seq, sig), -score, seq))
+    return _Pass(heapq.nsmallest(k, rows), sig, len(rows))
 
 
-def _top_admitted(
-    rows: list[tuple[bool, float, int]], k: int, admitted: Callable[[int], bool]
-) -> list[tuple[int, float]]:
-    """The best ``k`` admitted rows as ``(seq, score)``; filters are checked best rows first."""
+def _top_admitted(rows: list[_Row], k: int, admitted: Callable[[int], bool]) -> list[_Row]:
+    """The best ``k`` admitted rows; filters are checked best rows first."""
     best = heapq.nsmallest(2 * k, rows)
-    chosen = [(seq, -neg) for _, neg, seq in best if admitted(seq)][:k]
+    chosen = [row for row in best if admitted(row[2])][:k]
     if len(chosen) == k or len(best) == len(rows):
         return chosen
-    admitted_rows = (r for r in rows if admitted(r[2]))
-    return [(seq, -neg) for _, neg, seq in heapq.nsmallest(k, admitted_rows)]
+    return heapq.nsmallest(k, (r for r in rows if admitted(r[2])))
+
+
+class _Boost(NamedTuple):
+    """A bonus for the memories a query singles out by something other than their words."""
+
+    name: str  # its name among a hit's score contributions
+    value: float
+    holds: Callable[[int], bool]  # seq -> does the bonus apply
+
+
+def _boosts(
+    plan: QueryPlan, cfg: RecallConfig, records: Mapping[int, MemoryRecord]
+) -> tuple[_Boost, ...]:
+    """The bonuses this query gives: ``date`` when it names a day or a month (memories created
+    then, or up to ``date_days_after`` days later), ``speaker`` when it names the speaker of
+    transcript turns (that speaker's turns)."""
+    boosts = []
+    period, speakers = plan.period, frozenset(plan.speakers)
+    if period is not None and cfg.date_bonus:
+        days = cfg.date_days_after
+        boosts.append(
+            _Boost("date", cfg.date_bonus, lambda seq: period.holds(records[seq].created_at, days))
+        )
+    if speakers and cfg.speaker_bonus:
+        boosts.append(
+            _Boost("speaker", cfg.speaker_bonus, lambda seq: speaker_of(records[seq]) in speakers)
+        )
+    return tuple(boosts)
+
+
+def _combinations(boosts: Sequence[_Boost]) -> list[tuple[_Boost, ...]]:
+    """Every non-empty combination of ``boosts``, in a fixed order: one extra pass each (a query
+    naming both a date and a speaker costs three)."""
+    return [
+        tuple(b for i, b in enumerate(boosts) if mask >> i & 1)
+        for mask in range(1, 1 << len(boosts))
+    ]
+
+
+def _with_boosts(rows: Iterable[_Row], boosts: Sequence[_Boost], k: int) -> list[_Row]:
+    """The best ``k`` of ``rows`` once each memory gains the boosts that hold for it.
+
+    ``rows`` are the top ``k`` of the query and, for each combination of boosts, the top ``k``
+    among the memories all of its boosts hold for. That is enough for the exact top ``k`` of all
+    candidates: a memory that gains exactly the boosts of one combination ends up below every
+    memory that holds them all and scored more than it before; so if ``k`` of those exist, it is
+    out, and otherwise it is among that combination's top ``k``.
+    """
+    best: dict[int, _Row] = {}
+    for tag_only, neg, seq in rows:
+        best[seq] = (tag_only, neg - sum(b.value for b in boosts if b.holds(seq)), seq)
+    return heapq.nsmallest(k, best.values())
 
 
 def _hit(
@@ -344,35 +524,10 @@ def _hit(
     cfg: RecallConfig,
     now: datetime,
     access: int,
+    bonuses: tuple[tuple[str, float], ...],
 ) -> Hit:
     _, parts = combine(_features(seq, record, sig, now, access), cfg)  # the same sum, explained
-    return Hit(record, score, _explain(seq, index, plan, parts))
-
-
-def _rank_with_rules(
-    index: NamespaceIndex,
-    records: Mapping[int, MemoryRecord],
-    access: Callable[[int], int],
-    plan: QueryPlan,
-    cfg: RecallConfig,
-    k: int,
-    admitted: Callable[[int], bool],
-    now: datetime,
-    min_score: float | None,
-) -> tuple[list[Hit], RecallTrace]:
-    """The general path for user-registered rules: every candidate through ``combine``."""
-    sig = gather(index, plan, cfg, k=k, scorer=None, admitted=admitted)
-    scored = []
-    for seq in sig.candidates():
-        if not admitted(seq):
-            continue
-        score, parts = combine(_features(seq, records[seq], sig, now, access(seq)), cfg)
-        if min_score is None or score >= min_score:
-            tag_only = seq not in sig.cue and seq not in sig.session and seq not in sig.content
-            scored.append((tag_only, -score, seq, parts))
-    top = heapq.nsmallest(k, scored, key=lambda row: row[:3])
-    hits = [Hit(records[s], -neg, _explain(s, index, plan, parts)) for _, neg, s, parts in top]
-    return hits, _trace(plan, len(scored), hits)
+    return Hit(record, score, _explain(seq, index, plan, parts + bonuses))
 
 
 def _trace(plan: QueryPlan, candidates: int, hits: Sequence[Hit]) -> RecallTrace:

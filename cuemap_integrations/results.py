@@ -19,8 +19,10 @@ class ScoreBreakdown:
     """Why a memory scored what it did.
 
     Attributes:
-        contributions: ``(rule, weighted value)`` for every rule with a non-zero weight; they sum
-            to the hit's score.
+        contributions: ``(rule, weighted value)`` for every rule with a non-zero weight, then
+            ``("date", date_bonus)`` / ``("speaker", speaker_bonus)`` when the query named the
+            period the memory was created in / the speaker of the turn; they sum to the hit's
+            score.
         matched_cues: the query's explicit cues the memory carries.
         session_cues: cues carried over by a recall session that the memory carries.
         matched_tags: query terms that matched the memory's tags.

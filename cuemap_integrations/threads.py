@@ -3,20 +3,24 @@
 An event memory whose metadata names a session (``session_id``, ``thread_id`` or ``session``) is
 a *turn*. Each turn is indexed with the words of the ``context_span`` turns on each side at
 ``context_weight`` (see :meth:`Threads.refresh_context`), so a question phrased like the turn
-before or after the answer still finds it.
+before or after the answer still finds it. A turn's ``speaker`` (or ``author``) in its metadata
+is its speaker: a query naming one prefers that speaker's turns (``speaker_bonus``).
 """
 
 from __future__ import annotations
 
 import bisect
+import re
 from collections.abc import Iterable, Mapping
 
 from .index import NamespaceIndex
 from .records import MemoryRecord, MemoryType
+from .text import normalize
 
-__all__ = ["Threads", "thread_of"]
+__all__ = ["Threads", "speaker_of", "thread_of"]
 
 _THREAD_KEYS = ("session_id", "thread_id", "session")
+_SPEAKER_KEYS = ("speaker", "author")
 
 
 def thread_of(record: MemoryRecord) -> tuple[str, str] | None:
@@ -30,16 +34,34 @@ def thread_of(record: MemoryRecord) -> tuple[str, str] | None:
     return None
 
 
+def speaker_of(record: MemoryRecord) -> str | None:
+    """Who said a turn: its metadata's ``speaker`` (or ``author``), normalized; None if not a turn
+    or no speaker is named."""
+    if thread_of(record) is None:
+        return None
+    for key in _SPEAKER_KEYS:
+        value = record.metadata.get(key)
+        if isinstance(value, str) and normalize(value).strip():
+            return normalize(value).strip()
+    return None
+
+
 class Threads:
-    """The sequence numbers of each transcript's turns, in order."""
+    """The sequence numbers of each transcript's turns, in order, and the speakers of each
+    namespace's turns."""
 
     def __init__(self) -> None:
         self._turns: dict[tuple[str, str], list[int]] = {}
+        self._speakers: dict[str, dict[str, int]] = {}  # namespace -> speaker -> turns
 
     def add(self, seq: int, record: MemoryRecord) -> None:
         thread = thread_of(record)
         if thread is not None:
             bisect.insort(self._turns.setdefault(thread, []), seq)
+        speaker = speaker_of(record)
+        if speaker is not None:
+            counts = self._speakers.setdefault(record.namespace, {})
+            counts[speaker] = counts.get(speaker, 0) + 1
 
     def remove(self, seq: int, record: MemoryRecord) -> None:
         thread = thread_of(record)
@@ -48,6 +70,22 @@ class Threads:
             turns.pop(bisect.bisect_left(turns, seq))
             if not turns:
                 del self._turns[thread]
+        speaker = speaker_of(record)
+        if speaker is not None:
+            counts = self._speakers[record.namespace]
+            counts[speaker] -= 1
+            if not counts[speaker]:
+                del counts[speaker]
+
+    def named_speakers(self, namespace: str, normalized_query: str) -> tuple[str, ...]:
+        """The namespace's speakers whose name the query contains as whole words, sorted."""
+        return tuple(
+            sorted(
+                speaker
+                for speaker in self._speakers.get(namespace, {})
+                if re.search(rf"(?<!\w){re.escape(speaker)}(?!\w)", normalized_query)
+            )
+        )
 
     def around(self, seq: int, record: MemoryRecord, span: int) -> list[int]:
         """The turns within ``span`` of ``seq`` in its thread, itself included (none if no turn)."""
