@@ -383,9 +383,9 @@ def _within_reach(
 ) -> tuple[Any, Any]:  # fmt: skip
     """The candidates whose score can reach the k-th best, when many memories matched.
 
-    The prior (recency, type, frequency) is the costly part to compute and adds at most
-    ``scorer.prior_max``; the exact scores of the best few by evidence give a k-th best lower
-    bound, and only candidates whose evidence plus that maximum reaches it are kept (memories
+    The prior (recency, type, frequency, the query's bonus) is the costly part to compute and
+    adds at most ``scorer.prior_max``; the scores of the best few by evidence give a k-th best
+    lower bound, and only candidates whose evidence plus that maximum reaches it are kept (memories
     that matched only tags go too once k others are certain: they rank after every other).
     """
     np = _np()
@@ -395,8 +395,8 @@ def _within_reach(
     block = max(4 * k, 64)
     top = np.argpartition(-evidence, block - 1)[:block]
     top = top[~tag_only[top]]
-    exact = evidence[top] + _priors(view, cand[top], scorer)
-    theta = _kth(view, cand[top], exact, k, admitted)
+    lower = evidence[top] + _priors(view, cand[top], scorer)  # without the bonus: a lower bound
+    theta = _kth(view, cand[top], lower, k, admitted)
     if theta == -math.inf:
         return cand, positions
     keep = np.flatnonzero(evidence + scorer.prior_max >= theta - _EPSILON)
@@ -438,7 +438,9 @@ def _narrowed(
         partial = _Sums(parts, len(cand), cfg)
         if last:
             return cand, partial, at
-        lower = _scores(view, partial, cand, at, cfg, scorer)  # more evidence only adds
+        lower = _scores(
+            view, partial, cand, at, cfg, scorer, with_bonus=False
+        )  # evidence only adds
         sure = ~partial.tag_only(at)
         theta = _kth(view, cand[sure], lower[sure], k, admitted)
         if rest[i + 1] + prior_max >= theta - _EPSILON:
@@ -494,10 +496,12 @@ def _kth(view: ArrayView, cand: Any, lower: Any, k: int, admitted: Callable[[int
 
 
 def _scores(
-    view: ArrayView, sums: _Sums, slots: Any, at: Any, cfg: RecallConfig, scorer: FastScorer
-) -> Any:
-    """:meth:`FastScorer.score` of the memories in ``slots`` (their sums at ``at``), vectorized."""
-    return _evidence(sums, at, cfg, scorer) + _priors(view, slots, scorer)
+    view: ArrayView, sums: _Sums, slots: Any, at: Any, cfg: RecallConfig, scorer: FastScorer,
+    *, with_bonus: bool = True,
+) -> Any:  # fmt: skip
+    """:meth:`FastScorer.score` of the memories in ``slots`` (their sums at ``at``), vectorized;
+    without the query's date/speaker bonus, a lower bound of it (bonuses are >= 0)."""
+    return _evidence(sums, at, cfg, scorer) + _priors(view, slots, scorer, with_bonus=with_bonus)
 
 
 def _evidence(sums: _Sums, at: Any, cfg: RecallConfig, scorer: FastScorer) -> Any:
@@ -517,7 +521,7 @@ def _saturated(raw: Any, cfg: RecallConfig) -> Any:
     return np.where(raw > 0, cap * (1.0 - np.exp(-raw / cap)), 0.0)
 
 
-def _priors(view: ArrayView, cand: Any, scorer: FastScorer) -> Any:
+def _priors(view: ArrayView, cand: Any, scorer: FastScorer, *, with_bonus: bool = False) -> Any:
     np = _np()
     names = sorted(view.type_codes, key=view.type_codes.__getitem__)
     bonus = np.array([scorer.type_bonus.get(name, 0.0) for name in names] or [0.0])
@@ -529,6 +533,9 @@ def _priors(view: ArrayView, cand: Any, scorer: FastScorer) -> Any:
         seqs = view.seq_at[cand]
         access = np.fromiter((scorer.access(int(s)) for s in seqs), np.float64, len(seqs))
         prior = prior - scorer.w_freq * np.log1p(access)
+    if with_bonus and scorer.bonus is not None:  # asked only for the few candidates left at the end
+        seqs = view.seq_at[cand]
+        prior = prior + np.fromiter(map(scorer.bonus, seqs.tolist()), np.float64, len(seqs))
     return prior
 
 

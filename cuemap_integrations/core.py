@@ -745,7 +745,9 @@ class CueMap:
             counts = {seq: count for seq, (count, _) in self._access.items()}
 
             read = plan_query(query, index, self.aliases, extra_cues=extra_cues)  # read once
-            read = replace(read, speakers=self._threads.named_speakers(namespace, read.normalized))
+            speakers = self._threads.named_speakers(namespace, read.normalized)
+            turns = self._threads.turns_by(namespace, speakers)
+            read = replace(read, speakers=speakers, speaker_turns=turns)
 
             def ranked(
                 extra: Sequence[Carried], k: int = k, explain: bool = True

@@ -48,9 +48,7 @@ def overlap(a: frozenset[str], b: frozenset[str]) -> tuple[int, float]:
 ContentKey = tuple[str, bytes]
 
 
-def content_key(
-    record: MemoryRecord, normalized: Callable[[str], str] = normalize
-) -> ContentKey:
+def content_key(record: MemoryRecord, normalized: Callable[[str], str] = normalize) -> ContentKey:
     """What makes two memories exact duplicates: namespace and a 128-bit BLAKE2b digest of the
     normalized content (``normalized`` is :func:`normalize` or a memo of it).
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import heapq
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from typing import NamedTuple
@@ -22,7 +23,6 @@ from .records import MemoryRecord, MemoryType, coerce_timestamp
 from .results import Hit, RecallTrace, ScoreBreakdown
 from .scoring import Features, combine
 from .text import content_terms, derive_cues, normalize, query_units
-from .threads import speaker_of
 from .topk import Evidence, FastScorer, gather
 
 __all__ = [
@@ -143,6 +143,8 @@ class QueryPlan:
     terms: tuple[str, ...]
     period: Period | None = None
     speakers: tuple[str, ...] = ()  # speakers of transcript turns the query names
+    # their turns (the store's live sets, read during this recall only): the speaker bonus
+    speaker_turns: tuple[AbstractSet[int], ...] = ()
 
 
 class Period(NamedTuple):
@@ -344,7 +346,9 @@ def rank(
     breakdowns empty, for a pass whose hits only feed the next pass (pseudo-relevance feedback).
 
     A query naming a day or a month, or the speaker of transcript turns, gives the memories
-    created then, or that speaker's turns, a bonus (:func:`_boosts`, :func:`_with_boosts`).
+    created then, or that speaker's turns, a bonus (:func:`_boosts`). It is part of each
+    candidate's query-independent prior in the scorer, so one pass ranks exactly; a bonus never
+    makes a memory a candidate by itself.
     """
 
     def admitted(seq: int) -> bool:
@@ -354,33 +358,21 @@ def rank(
     def access(seq: int) -> int:
         return access_counts.get(seq, records[seq].access_count)
 
-    fast = FastScorer(cfg, index.docs, now.timestamp(), access)
-    usable = FastScorer.usable(cfg)
-
-    def top(admits: Callable[[int], bool], floor: float | None) -> _Pass:
-        if not usable:
-            return _pass_with_rules(index, records, access, plan, cfg, k, admits, now, floor)
-        return _pass(index, plan, cfg, k, fast, prune, admits, floor)
-
-    ranked = top(admitted, min_score)
-    rows, evidence = ranked.rows, dict.fromkeys(ranked.seqs(), ranked.sig)
     boosts = _boosts(plan, cfg, records)
-    for chosen in _combinations(boosts):  # each mix of boosts: its own exact top k
-        extra = sum(b.value for b in chosen)
-
-        def boosted(seq: int, chosen: tuple[_Boost, ...] = chosen) -> bool:
-            return admitted(seq) and all(b.holds(seq) for b in chosen)
-
-        more = top(boosted, None if min_score is None else min_score - extra)
-        rows += more.rows
-        evidence.update(dict.fromkeys(more.seqs(), more.sig))
-    if boosts:
-        rows = _with_boosts(rows, boosts, k)
+    bonus = _bonus(boosts)
+    fast = FastScorer(cfg, index.docs, now.timestamp(), access, bonus, sum(b.value for b in boosts))
+    if FastScorer.usable(cfg):
+        ranked = _pass(index, plan, cfg, k, fast, prune, admitted, min_score)
+    else:
+        ranked = _pass_with_rules(
+            index, records, access, plan, cfg, k, admitted, now, min_score, bonus
+        )
+    rows = ranked.rows
     if not explain:
         bare = [Hit(records[seq], -neg, _UNEXPLAINED) for _, neg, seq in rows]
         return bare, _trace(plan, ranked.scored, bare)
     hits = [
-        _hit(seq, -neg, records[seq], evidence[seq], index, plan, cfg, now, access(seq),
+        _hit(seq, -neg, records[seq], ranked.sig, index, plan, cfg, now, access(seq),
              tuple((b.name, b.value) for b in boosts if b.holds(seq)))
         for _, neg, seq in rows
     ]  # fmt: skip
@@ -398,9 +390,6 @@ class _Pass(NamedTuple):
     rows: list[_Row]
     sig: Evidence
     scored: int
-
-    def seqs(self) -> list[int]:
-        return [seq for _, _, seq in self.rows]
 
 
 def _tag_only(seq: int, sig: Evidence) -> bool:
@@ -440,6 +429,7 @@ def _pass_with_rules(
     admitted: Callable[[int], bool],
     now: datetime,
     min_score: float | None,
+    bonus: Callable[[int], float] | None,
 ) -> _Pass:
     """The general path for user-registered rules: every candidate through ``combine``."""
     sig = gather(index, plan, cfg, k=k, scorer=None, admitted=admitted)
@@ -448,6 +438,7 @@ def _pass_with_rules(
         if not admitted(seq):
             continue
         score, _ = combine(_features(seq, records[seq], sig, now, access(seq)), cfg)
+        score += bonus(seq) if bonus is not None else 0.0
         if min_score is None or score >= min_score:
             rows.append((_tag_only(seq, sig), -score, seq))
     return _Pass(heapq.nsmallest(k, rows), sig, len(rows))
@@ -477,41 +468,24 @@ def _boosts(
     then, or up to ``date_days_after`` days later), ``speaker`` when it names the speaker of
     transcript turns (that speaker's turns)."""
     boosts = []
-    period, speakers = plan.period, frozenset(plan.speakers)
+    period, days = plan.period, cfg.date_days_after
     if period is not None and cfg.date_bonus:
-        days = cfg.date_days_after
         boosts.append(
             _Boost("date", cfg.date_bonus, lambda seq: period.holds(records[seq].created_at, days))
         )
-    if speakers and cfg.speaker_bonus:
+    if plan.speaker_turns and cfg.speaker_bonus:
+        turns = plan.speaker_turns
         boosts.append(
-            _Boost("speaker", cfg.speaker_bonus, lambda seq: speaker_of(records[seq]) in speakers)
+            _Boost("speaker", cfg.speaker_bonus, lambda seq: any(seq in t for t in turns))
         )
     return tuple(boosts)
 
 
-def _combinations(boosts: Sequence[_Boost]) -> list[tuple[_Boost, ...]]:
-    """Every non-empty combination of ``boosts``, in a fixed order: one extra pass each (a query
-    naming both a date and a speaker costs three)."""
-    return [
-        tuple(b for i, b in enumerate(boosts) if mask >> i & 1)
-        for mask in range(1, 1 << len(boosts))
-    ]
-
-
-def _with_boosts(rows: Iterable[_Row], boosts: Sequence[_Boost], k: int) -> list[_Row]:
-    """The best ``k`` of ``rows`` once each memory gains the boosts that hold for it.
-
-    ``rows`` are the top ``k`` of the query and, for each combination of boosts, the top ``k``
-    among the memories all of its boosts hold for. That is enough for the exact top ``k`` of all
-    candidates: a memory that gains exactly the boosts of one combination ends up below every
-    memory that holds them all and scored more than it before; so if ``k`` of those exist, it is
-    out, and otherwise it is among that combination's top ``k``.
-    """
-    best: dict[int, _Row] = {}
-    for tag_only, neg, seq in rows:
-        best[seq] = (tag_only, neg - sum(b.value for b in boosts if b.holds(seq)), seq)
-    return heapq.nsmallest(k, best.values())
+def _bonus(boosts: Sequence[_Boost]) -> Callable[[int], float] | None:
+    """A memory's total bonus, or None when the query gives none (the scorer memoizes it)."""
+    if not boosts:
+        return None
+    return lambda seq: sum(b.value for b in boosts if b.holds(seq))
 
 
 def _hit(

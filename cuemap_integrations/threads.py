@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 
 from .index import NamespaceIndex
 from .records import MemoryRecord, MemoryType
@@ -52,7 +53,7 @@ class Threads:
 
     def __init__(self) -> None:
         self._turns: dict[tuple[str, str], list[int]] = {}
-        self._speakers: dict[str, dict[str, int]] = {}  # namespace -> speaker -> turns
+        self._speakers: dict[str, dict[str, set[int]]] = {}  # namespace -> speaker -> turns
 
     def add(self, seq: int, record: MemoryRecord) -> None:
         thread = thread_of(record)
@@ -60,8 +61,7 @@ class Threads:
             bisect.insort(self._turns.setdefault(thread, []), seq)
         speaker = speaker_of(record)
         if speaker is not None:
-            counts = self._speakers.setdefault(record.namespace, {})
-            counts[speaker] = counts.get(speaker, 0) + 1
+            self._speakers.setdefault(record.namespace, {}).setdefault(speaker, set()).add(seq)
 
     def remove(self, seq: int, record: MemoryRecord) -> None:
         thread = thread_of(record)
@@ -72,10 +72,10 @@ class Threads:
                 del self._turns[thread]
         speaker = speaker_of(record)
         if speaker is not None:
-            counts = self._speakers[record.namespace]
-            counts[speaker] -= 1
-            if not counts[speaker]:
-                del counts[speaker]
+            turns_of = self._speakers[record.namespace]
+            turns_of[speaker].discard(seq)
+            if not turns_of[speaker]:
+                del turns_of[speaker]
 
     def named_speakers(self, namespace: str, normalized_query: str) -> tuple[str, ...]:
         """The namespace's speakers whose name the query contains as whole words, sorted."""
@@ -86,6 +86,11 @@ class Threads:
                 if re.search(rf"(?<!\w){re.escape(speaker)}(?!\w)", normalized_query)
             )
         )
+
+    def turns_by(self, namespace: str, speakers: Iterable[str]) -> tuple[AbstractSet[int], ...]:
+        """The turns of each of these speakers (live sets: read them, do not keep them)."""
+        known = self._speakers.get(namespace, {})
+        return tuple(known[speaker] for speaker in speakers if speaker in known)
 
     def around(self, seq: int, record: MemoryRecord, span: int) -> list[int]:
         """The turns within ``span`` of ``seq`` in its thread, itself included (none if no turn)."""

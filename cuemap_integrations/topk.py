@@ -173,15 +173,18 @@ class FastScorer:
         docs: Mapping[int, IndexedDoc],
         now_ts: float,
         access: Callable[[int], int],
+        bonus: Callable[[int], float] | None = None,
+        bonus_max: float = 0.0,
     ) -> None:
         w = cfg.weights
         self.cfg, self.docs, self.now_ts, self.access = cfg, docs, now_ts, access
+        self.bonus = bonus  # the query's date/speaker bonus of a memory (>= 0), or None
         self.w_cue, self.w_session, self.w_tag = w["cue"], w["session"], w["tag"]
         self.w_content, self.w_recency, self.w_freq = w["content"], w["recency"], w["frequency"]
         self.type_bonus = {name: w["type"] * p for name, p in cfg.type_priority.items()}
         self.per_second = 1.0 / (86400.0 * cfg.half_life_days)
         # the most the prior adds (recency is at most 1; the frequency penalty only subtracts)
-        self.prior_max = self.w_recency + max([0.0, *self.type_bonus.values()])
+        self.prior_max = self.w_recency + max([0.0, *self.type_bonus.values()]) + bonus_max
         self._priors: dict[int, float] = {}
 
     @staticmethod
@@ -190,7 +193,8 @@ class FastScorer:
         return all(name in _PRUNABLE_RULES for name, w in cfg.weights.items() if w != 0.0)
 
     def prior(self, seq: int) -> float:
-        """The query-independent part: recency, type priority, frequency penalty (memoized)."""
+        """The part that does not depend on the query's words: recency, type priority, frequency
+        penalty, and the query's date/speaker bonus (memoized)."""
         cached = self._priors.get(seq)
         if cached is None:
             cached = self._priors[seq] = self._prior(seq)
@@ -204,6 +208,8 @@ class FastScorer:
             value += self.w_recency * 0.5 ** (age * self.per_second)
         if self.w_freq:
             value -= self.w_freq * math.log1p(self.access(seq))
+        if self.bonus is not None:
+            value += self.bonus(seq)
         return value
 
     def score(self, seq: int, ev: Evidence) -> float:

@@ -3,8 +3,10 @@ postings stays in step with every change to the index (a differential test)."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime, timedelta, timezone
 from types import SimpleNamespace
 from typing import Any
 from unittest import mock
@@ -177,3 +179,36 @@ def test_many_matches_keep_only_those_within_reach_of_the_kth() -> None:
             for k in (1, 10):
                 assert_same(by_arrays(cm, query, k, narrow=False), ranked(cm, query, k, False))
     assert kept and all(after < before for before, after in kept)
+
+
+def test_date_and_speaker_bonuses_rank_the_same_through_arrays() -> None:
+    # The bonuses are part of each candidate's prior: lower bounds leave them out, upper bounds
+    # add the largest, the final scores include them exactly.
+    rnd = random.Random(8)
+    words = ["order", "cache", "redis", "painting", "festival", "pottery", "timeout", "deploy"]
+    start = datetime(2023, 5, 1, 9, 0, tzinfo=timezone.utc)
+    items = [
+        {"content": f"{who}: " + " ".join(rnd.choice(words) for _ in range(rnd.randint(2, 7))),
+         "memory_id": f"t{i}", "type": "event", "created_at": start + timedelta(hours=7 * i),
+         "metadata": {"session_id": f"s{i // 25}", "speaker": who}}
+        for i, who in enumerate(rnd.choice(["Ana", "Ben", "Cy"]) for _ in range(1500))
+    ]  # fmt: skip
+    fast, full = CueMap(config={"dedupe": False}), CueMap(config={"dedupe": False})
+    fast.add_many(items)
+    full.add_many(items)
+    full.config = full.config.with_changes(prune=False)
+    queries = ("what did Ben say about the cache on 3 May 2023", "Ana painting in June 2023",
+               "order timeout", "Cy and Ben festival deploy")  # fmt: skip
+    bonuses = set()
+    for narrow in (True, False):
+        for query in queries:
+            for k in (1, 5, 12):
+                with arrays_for_every_size(narrow):
+                    got = fast.recall(query, k=k)
+                expected = full.recall(query, k=k)
+                assert got.memory_ids == expected.memory_ids
+                assert [h.score for h in got.hits] == pytest.approx(
+                    [h.score for h in expected.hits], abs=2e-9
+                )
+                bonuses |= {name for h in expected.hits for name, _ in h.breakdown.contributions}
+    assert {"date", "speaker"} <= bonuses
