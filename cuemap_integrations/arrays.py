@@ -19,6 +19,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .postings import Postings
 from .topk import _Gain, _TermGain  # topk imports this module lazily: no cycle
 
 if TYPE_CHECKING:
@@ -188,9 +189,9 @@ class ArrayView:
         mirrored = self.lists.get((kind, key))
         if mirrored is None:
             np = _np()
-            bucket = self.index.postings(kind).get(key, {})
+            bucket = self.index.postings(kind).get(key) or Postings()
             slots = np.fromiter(map(self.slot_of.__getitem__, bucket), np.int64, len(bucket))
-            values = np.fromiter(bucket.values(), dtype=np.float64, count=len(bucket))
+            values = np.fromiter(bucket.weights(), dtype=np.float64, count=len(bucket))
             mirrored = self.lists[(kind, key)] = _Growable(slots, values)
         return mirrored.arrays()
 

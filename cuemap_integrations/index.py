@@ -1,8 +1,9 @@
 """The in-memory inverted index of one namespace: cue, tag and term postings.
 
-Postings map a key to the sequence numbers of the memories that carry it (dicts, so iteration is
-in insertion order). What was indexed for each memory is kept, so removing a memory removes every
-posting, lexicon entry and statistic it contributed: nothing refers to a deleted memory afterwards.
+Postings map a key to the sequence numbers of the memories that carry it, ascending, with a
+value each (:class:`~cuemap_integrations.postings.Postings`: typed arrays, not dicts). What was
+indexed for each memory is kept, so removing a memory removes every posting, lexicon entry and
+statistic it contributed: nothing refers to a deleted memory afterwards.
 
 Large namespaces also get an :class:`~cuemap_integrations.arrays.ArrayView`: NumPy copies of the
 postings queries touch, created on first use and then kept in step by every change below (each
@@ -17,6 +18,7 @@ from dataclasses import dataclass, replace
 from itertools import repeat
 from typing import TYPE_CHECKING
 
+from .postings import Postings
 from .text import CueLexicon
 
 if TYPE_CHECKING:
@@ -58,10 +60,10 @@ class NamespaceIndex:
     """Postings and statistics for the memories of one namespace."""
 
     def __init__(self) -> None:
-        # key -> {seq: value}: 1.0 for cues and tags; tf (own words) or weighted context for terms
-        self.cues: dict[str, dict[int, float]] = {}
-        self.tags: dict[str, dict[int, float]] = {}
-        self.terms: dict[str, dict[int, float]] = {}
+        # key -> seq -> value: 1.0 for cues and tags; tf (own words) or weighted context for terms
+        self.cues: dict[str, Postings] = {}
+        self.tags: dict[str, Postings] = {}
+        self.terms: dict[str, Postings] = {}
         self._tables = {"cue": self.cues, "tag": self.tags, "term": self.terms}
         self.docs: dict[int, IndexedDoc] = {}
         self.total_length = 0
@@ -123,7 +125,7 @@ class NamespaceIndex:
             doc, context_names=tuple(kept), context_weights=tuple(kept.values())
         )
 
-    def postings(self, kind: str) -> dict[str, dict[int, float]]:
+    def postings(self, kind: str) -> dict[str, Postings]:
         """The postings table of ``kind``: ``"cue"``, ``"tag"`` or ``"term"``."""
         return self._tables[kind]
 
@@ -142,9 +144,8 @@ class NamespaceIndex:
         for key, value in zip(keys, values or repeat(1.0, len(keys)), strict=True):
             bucket = get(key)
             if bucket is None:
-                table[key] = {seq: value}
-            else:
-                bucket[seq] = value
+                bucket = table[key] = Postings()
+            bucket.put(seq, value)
         if kind != "term":  # the core normalizes every cue and tag
             (self.cue_lexicon if kind == "cue" else self.tag_lexicon).add_all(keys)
         if self.view is not None:

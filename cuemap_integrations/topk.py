@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .index import IndexedDoc, NamespaceIndex
+from .postings import Postings
 from .scoring import RULES, bm25_idf, bm25_term, saturate
 
 if TYPE_CHECKING:
@@ -84,7 +85,7 @@ class _TermGain:
     """BM25 gain of one content term for the memories that contain it."""
 
     idf: float
-    bucket: Mapping[int, float]  # seq -> term frequency (or weighted context frequency)
+    bucket: Postings  # seq -> term frequency (or weighted context frequency)
     docs: Mapping[int, IndexedDoc]
     avg: float
     k1: float
@@ -98,7 +99,7 @@ class _TermGain:
     def add_all(self, values: dict[int, float]) -> None:
         """Add the gain to every memory holding the term (inlined: the hottest loop)."""
         idf, k1, b, avg, docs, get = self.idf, self.k1, self.b, self.avg, self.docs, values.get
-        for seq, tf in self.bucket.items():
+        for seq, tf in self.bucket.pairs():
             norm = k1 * (1.0 - b + b * docs[seq].length / avg) if avg > 0 else k1
             values[seq] = get(seq, 0.0) + idf * (tf * (k1 + 1.0) / (tf + norm))
 
