@@ -468,23 +468,27 @@ def _boosts(
     then, or up to ``date_days_after`` days later), ``speaker`` when it names the speaker of
     transcript turns (that speaker's turns)."""
     boosts = []
-    period, days = plan.period, cfg.date_days_after
-    if period is not None and cfg.date_bonus:
+    if plan.period is not None and cfg.date_bonus:
+        start = plan.period.start
+        end = plan.period.end + timedelta(days=cfg.date_days_after)  # Period.holds, unrolled
         boosts.append(
-            _Boost("date", cfg.date_bonus, lambda seq: period.holds(records[seq].created_at, days))
+            _Boost("date", cfg.date_bonus, lambda seq: start <= records[seq].created_at < end)
         )
     if plan.speaker_turns and cfg.speaker_bonus:
         turns = plan.speaker_turns
-        boosts.append(
-            _Boost("speaker", cfg.speaker_bonus, lambda seq: any(seq in t for t in turns))
-        )
+        holds = turns[0].__contains__ if len(turns) == 1 else lambda s: any(s in t for t in turns)
+        boosts.append(_Boost("speaker", cfg.speaker_bonus, holds))
     return tuple(boosts)
 
 
 def _bonus(boosts: Sequence[_Boost]) -> Callable[[int], float] | None:
-    """A memory's total bonus, or None when the query gives none (the scorer memoizes it)."""
+    """A memory's total bonus, or None when the query gives none. Asked once per candidate
+    (the scorer memoizes it), so the usual case, one bonus, is a single test."""
     if not boosts:
         return None
+    if len(boosts) == 1:
+        value, holds = boosts[0].value, boosts[0].holds
+        return lambda seq: value if holds(seq) else 0.0
     return lambda seq: sum(b.value for b in boosts if b.holds(seq))
 
 
