@@ -446,9 +446,10 @@ def _narrowed(
         theta = _kth(view, cand[sure], lower[sure], k, admitted)
         if rest[i + 1] + prior_max >= theta - _EPSILON:
             continue
-        # candidates that cannot reach theta even with every list not taken are dropped too,
-        # so the long lists are probed for the few that remain
-        upper = lower + rest[i + 1] + _jump(partial, at, cfg, scorer)
+        # candidates that cannot reach theta even with every list not taken (and the largest
+        # bonus: ``lower`` left it out) are dropped too, so the long lists are probed for the
+        # few that remain
+        upper = lower + rest[i + 1] + _jump(partial, at, cfg, scorer) + scorer.bonus_max
         cand = cand[upper >= theta - _EPSILON]
         parts = [(e.lst.signal, *e.within(view, cand)) for e in order]
         return cand, _Sums(parts, len(cand), cfg), np.arange(len(cand))

@@ -180,6 +180,7 @@ class FastScorer:
         w = cfg.weights
         self.cfg, self.docs, self.now_ts, self.access = cfg, docs, now_ts, access
         self.bonus = bonus  # the query's date/speaker bonus of a memory (>= 0), or None
+        self.bonus_max = bonus_max  # the most ``bonus`` gives one memory
         self.w_cue, self.w_session, self.w_tag = w["cue"], w["session"], w["tag"]
         self.w_content, self.w_recency, self.w_freq = w["content"], w["recency"], w["frequency"]
         self.type_bonus = {name: w["type"] * p for name, p in cfg.type_priority.items()}

@@ -212,3 +212,27 @@ def test_date_and_speaker_bonuses_rank_the_same_through_arrays() -> None:
                 )
                 bonuses |= {name for h in expected.hits for name, _ in h.breakdown.contributions}
     assert {"date", "speaker"} <= bonuses
+
+
+def test_a_bonus_can_lift_a_candidate_past_the_rare_words_leaders() -> None:
+    # Ann's turns say "zeta" twice and lead on evidence; Bob's says it once, but the query names
+    # Bob and his speaker bonus puts his turn first. Narrowing computes theta without bonuses
+    # (a lower bound), so a candidate's upper bound must add the largest bonus.
+    def turn(i: int, who: str, text: str) -> dict[str, object]:
+        return {"content": text, "memory_id": f"t{i}", "type": "event",
+                "metadata": {"session_id": "s", "speaker": who}}  # fmt: skip
+
+    items = [turn(i, "Ann", "zeta zeta extra") for i in range(10)]
+    items += [
+        turn(10, "Bob", "zeta"),
+        *(turn(i, "Cy", f"common filler{i}") for i in range(11, 600)),
+    ]
+    fast = CueMap(config={"dedupe": False, "speaker_bonus": 5.0})
+    full = CueMap(config={"dedupe": False, "speaker_bonus": 5.0, "prune": False})
+    fast.add_many(items)
+    full.add_many(items)
+    with arrays_for_every_size():
+        got = fast.recall("what did Bob say about zeta common", k=5)
+    expected = full.recall("what did Bob say about zeta common", k=5)
+    assert expected.memory_ids[0] == "t10"
+    assert got.memory_ids == expected.memory_ids
