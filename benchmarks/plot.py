@@ -4,6 +4,7 @@ latency and ingest rate against store size, CueMap and bm25s).
 Usage:
     python benchmarks/plot.py benchmarks/results/locomo_dev.json benchmarks/results/locomo_dev.png
     python benchmarks/plot.py benchmarks/results/scale.json benchmarks/results/scale.png
+    python benchmarks/plot.py results/scale.json results/scale_1m.json results/scale.png  # one plot
 
 Needs matplotlib (extra ``[bench]``).
 """
@@ -50,7 +51,7 @@ def plot_scale(report: dict[str, Any], out: Path) -> None:
         axis.set_xlabel("memories in the store")
         axis.grid(alpha=0.3)
         axis.legend(fontsize=8)
-    fig.suptitle("cuemap vs bm25s by store size (same run, same machine)")
+    fig.suptitle("cuemap vs bm25s by store size (each size: both measured in one run)")
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=120)
@@ -84,11 +85,20 @@ def plot(report: dict[str, Any], out: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("report", type=Path, help="JSON of `cuemap bench locomo|scale --json`")
+    parser.add_argument(
+        "reports", type=Path, nargs="+",
+        help="JSON of `cuemap bench locomo|scale --json`; several scale reports are drawn as one",
+    )  # fmt: skip
     parser.add_argument("out", type=Path, help="image file to write (e.g. .png)")
     args = parser.parse_args()
-    report = json.loads(args.report.read_text(encoding="utf-8"))
-    (plot_scale if "sizes" in report else plot)(report, args.out)
+    reports = [json.loads(path.read_text(encoding="utf-8")) for path in args.reports]
+    if all("sizes" in report for report in reports):
+        sizes = sorted((row for r in reports for row in r["sizes"]), key=lambda row: row["size"])
+        plot_scale({**reports[0], "sizes": sizes}, args.out)
+    elif len(reports) == 1:
+        plot(reports[0], args.out)
+    else:
+        parser.error("several reports can only be scale reports")
     print(f"wrote {args.out}")
 
 
