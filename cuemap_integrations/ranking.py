@@ -155,7 +155,15 @@ class Period(NamedTuple):
 
     def holds(self, moment: datetime, days_after: float) -> bool:
         """True when ``moment`` falls in the period or within ``days_after`` days after it."""
-        return self.start <= moment < self.end + timedelta(days=days_after)
+        return self.stretched(days_after).covers(moment)
+
+    def stretched(self, days_after: float) -> Period:
+        """The period with ``days_after`` days added at its end."""
+        return Period(self.start, self.end + timedelta(days=days_after))
+
+    def covers(self, moment: datetime) -> bool:
+        """True when ``moment`` falls in the period."""
+        return self.start <= moment < self.end
 
 
 _DATE_CUE = re.compile(r"(\d{4})-(\d{2})(?:-(\d{2}))?")
@@ -469,10 +477,9 @@ def _boosts(
     transcript turns (that speaker's turns)."""
     boosts = []
     if plan.period is not None and cfg.date_bonus:
-        start = plan.period.start
-        end = plan.period.end + timedelta(days=cfg.date_days_after)  # Period.holds, unrolled
+        period = plan.period.stretched(cfg.date_days_after)  # once, not per candidate
         boosts.append(
-            _Boost("date", cfg.date_bonus, lambda seq: start <= records[seq].created_at < end)
+            _Boost("date", cfg.date_bonus, lambda seq: period.covers(records[seq].created_at))
         )
     if plan.speaker_turns and cfg.speaker_bonus:
         turns = plan.speaker_turns
