@@ -20,12 +20,12 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .postings import Postings
-from .topk import _Gain, _TermGain  # topk imports this module lazily: no cycle
+from .topk import _Gain, _List, _TermGain  # topk imports this module lazily: no cycle
 
 if TYPE_CHECKING:
     from .config import RecallConfig
     from .index import IndexedDoc, NamespaceIndex
-    from .topk import FastScorer, _List
+    from .topk import FastScorer
 
 __all__ = ["ARRAY_MIN_MEMORIES", "NARROW_MIN_MEMORIES", "ArrayView", "select", "usable", "view_of"]
 
@@ -136,7 +136,8 @@ class ArrayView:
     def __init__(self, index: NamespaceIndex) -> None:
         np = _np()
         self.index = index
-        self.slot_of: dict[int, int] = {}
+        # seq -> slot (-1: none), an array so a posting list's seqs map to slots in one step
+        self.slot_by_seq = np.full(max(1024, 2 * max(index.docs, default=0) + 2), -1, np.int64)
         self.type_codes: dict[str, int] = {}
         capacity = max(1024, 2 * len(index.docs))
         self.seq_at = np.zeros(capacity, dtype=np.int64)
@@ -153,15 +154,27 @@ class ArrayView:
     # -------------------------------------------------------------- kept in step by the index
     def set_doc(self, seq: int, doc: IndexedDoc) -> None:
         """Record (or refresh) the per-memory values of ``seq``."""
-        slot = self.slot_of.get(seq)
+        slot = self.slot(seq)
         if slot is None:
-            slot = self.slot_of[seq] = self.size
+            slot = self.size
             self.size += 1
             if slot == len(self.seq_at):
                 self._grow()
+            if seq >= len(self.slot_by_seq):
+                grown = _np().full(2 * seq + 2, -1, dtype=self.slot_by_seq.dtype)
+                grown[: len(self.slot_by_seq)] = self.slot_by_seq
+                self.slot_by_seq = grown
+            self.slot_by_seq[seq] = slot
         code = self.type_codes.setdefault(doc.type, len(self.type_codes))
         self.seq_at[slot], self.length[slot] = seq, doc.length
         self.updated[slot], self.type_code[slot] = doc.updated_ts, code
+
+    def slot(self, seq: int) -> int | None:
+        """The slot of memory ``seq``, or None when it has none."""
+        if 0 <= seq < len(self.slot_by_seq):
+            slot = int(self.slot_by_seq[seq])
+            return slot if slot >= 0 else None
+        return None
 
     def _grow(self) -> None:
         np = _np()
@@ -173,14 +186,14 @@ class ArrayView:
         """A posting was added to the index: mirror it if this list is mirrored."""
         mirrored = self.lists.get((kind, key))
         if mirrored is not None:
-            mirrored.append(self.slot_of[seq], value)
+            mirrored.append(self.slot_by_seq[seq], value)
             self._unions.clear()  # unions are made of mirrored lists only
 
     def drop(self, kind: str, key: str, seq: int) -> None:
         """A posting was removed from the index."""
         mirrored = self.lists.get((kind, key))
         if mirrored is not None:
-            mirrored.drop(self.slot_of[seq])
+            mirrored.drop(self.slot_by_seq[seq])
             self._unions.clear()
 
     # -------------------------------------------------------------- read by queries
@@ -190,9 +203,12 @@ class ArrayView:
         if mirrored is None:
             np = _np()
             bucket = self.index.postings(kind).get(key) or Postings()
-            slots = np.fromiter(map(self.slot_of.__getitem__, bucket), np.int64, len(bucket))
-            values = np.fromiter(bucket.weights(), dtype=np.float64, count=len(bucket))
+            seqs, weights = bucket.buffers()
+            slots = self.slot_by_seq[np.frombuffer(seqs, dtype=np.int64)]
+            values = np.ones(len(slots)) if weights is None else np.array(weights, dtype=np.float64)
             mirrored = self.lists[(kind, key)] = _Growable(slots, values)
+            # seqs ascend; so do their slots unless an older memory was re-indexed
+            mirrored.ordered = bool(np.all(slots[1:] > slots[:-1]))
         return mirrored.arrays()
 
     def union(self, keys: Sequence[tuple[str, str]]) -> tuple[Any, Any]:
@@ -237,16 +253,21 @@ def view_of(index: NamespaceIndex) -> ArrayView:
 
 # ------------------------------------------------------------------ vectorized selection
 class _Entry:
-    """One evidence list as arrays: the slots it reaches, its raw values, and its gains."""
+    """One evidence list as arrays: the slots it reaches, its raw values, and its gains.
 
-    __slots__ = ("lst", "slots", "values")
+    ``summed`` entries stand for several lists at once (:func:`_merged`): their values are the
+    lists' gains already added up per memory."""
 
-    def __init__(self, lst: _List, slots: Any, values: Any) -> None:
-        self.lst, self.slots, self.values = lst, slots, values
+    __slots__ = ("lst", "slots", "summed", "values")
+
+    def __init__(self, lst: _List, slots: Any, values: Any, *, summed: bool = False) -> None:
+        self.lst, self.slots, self.values, self.summed = lst, slots, values, summed
 
     def gains(self, view: ArrayView, slots: Any, values: Any) -> Any:
         """The list's gain for these of its slots, as the Python pass computes it."""
         np = _np()
+        if self.summed:
+            return values
         gain = self.lst.gain
         if isinstance(gain, _TermGain):
             k1, b, avg = gain.k1, gain.b, gain.avg
@@ -254,7 +275,7 @@ class _Entry:
             return gain.idf * (values * (k1 + 1.0) / (values + norm))
         if isinstance(gain, _Gain):
             gains = np.full(len(slots), gain.value)
-            special = view.slot_of.get(gain.special) if gain.special is not None else None
+            special = view.slot(gain.special) if gain.special is not None else None
             if special is not None:
                 gains[slots == special] = gain.special_value
             return gains
@@ -345,7 +366,7 @@ def select(
     too, so rounding in a different summation order never drops one the exact scores rank in.
     """
     view = view_of(index)
-    entries = [_Entry(lst, *view.union(lst.keys)) for lst in lists]
+    entries = _entries(view, lists)
     narrowed = None
     if view.size >= NARROW_MIN_MEMORIES:
         narrowed = _narrowed(view, entries, cfg, scorer, k, admitted)
@@ -358,6 +379,38 @@ def select(
     if not len(cand):
         return {}
     return _ranked_walk(view, sums, cand, positions, cfg, scorer, k, admitted, min_score)
+
+
+def _entries(view: ArrayView, lists: Sequence[_List]) -> list[_Entry]:
+    """The query's lists as entries, its carried (session) lists merged into one.
+
+    A session or feedback pass carries dozens of cues; each would cost a few array operations
+    at every narrowing check, while together they only ever add a saturated sum (the session
+    cap bounds them as one list anyway, see :func:`_rest_bounds`)."""
+    entries = [_Entry(lst, *view.union(lst.keys)) for lst in lists]
+    carried = [e for e in entries if e.lst.signal == "session"]
+    if len(carried) < 2:
+        return entries
+    return [e for e in entries if e.lst.signal != "session"] + [_merged(view, carried)]
+
+
+def _merged(view: ArrayView, entries: Sequence[_Entry]) -> _Entry:
+    """One entry for several session lists: each memory they reach once (ascending), with
+    the sum of its gains from them, in list order."""
+    np = _np()
+    slots = np.concatenate([e.slots for e in entries])
+    gains = np.concatenate([e.gains(view, e.slots, e.values) for e in entries])
+    if len(slots) * 16 < view.size:  # short: sorting beats a pass over the namespace
+        order = np.argsort(slots, kind="stable")
+        slots, gains = slots[order], gains[order]
+        starts = np.flatnonzero(np.concatenate(([True], slots[1:] != slots[:-1])))
+        slots, gains = slots[starts], np.add.reduceat(gains, starts)
+    else:
+        total = np.bincount(slots, gains, minlength=view.size)
+        slots = np.flatnonzero(np.bincount(slots, minlength=view.size))
+        gains = total[slots]
+    bound = sum(e.lst.bound for e in entries)
+    return _Entry(_List("session", bound, (), entries[0].lst.gain, ()), slots, gains, summed=True)
 
 
 def _ranked_walk(

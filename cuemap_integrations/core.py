@@ -760,9 +760,9 @@ class CueMap:
                 )  # fmt: skip
 
             depth = self.config.feedback_hits
-            # the first pass never depends on k; with feedback, only its hits' ids and scores
-            # are used (a second pass replaces them), so they need no breakdown
-            hits, trace = ranked((), max(k, depth), explain=not depth)
+            # with feedback, the first pass only lends the cues of its top ``depth`` hits (a
+            # second pass replaces them), so it asks for those alone, without breakdowns
+            hits, trace = ranked((), depth or k, explain=not depth)
             if depth and hits:
                 hits, trace = ranked(self._feedback(namespace, trace, hits))
             hits = hits[:k]

@@ -125,7 +125,7 @@ def test_check_reports_a_mirror_out_of_step() -> None:
     view = cm._indexes["default"].view
     assert view is not None and cm.check() == []
     seq = next(iter(cm._indexes["default"].terms["order"]))
-    view.lists[("term", "order")].drop(view.slot_of[seq])
+    view.lists[("term", "order")].drop(view.slot_by_seq[seq])
     assert any("array postings of term 'order'" in problem for problem in cm.check())
 
 
@@ -236,3 +236,27 @@ def test_a_bonus_can_lift_a_candidate_past_the_rare_words_leaders() -> None:
     expected = full.recall("what did Bob say about zeta common", k=5)
     assert expected.memory_ids[0] == "t10"
     assert got.memory_ids == expected.memory_ids
+
+
+@pytest.mark.parametrize("size", [40, 4000])  # sorted merge, and a pass over the namespace
+def test_carried_lists_merge_into_one_entry_with_summed_gains(size: int) -> None:
+    # A feedback pass carries dozens of cues: one entry holds each memory once, with the sum
+    # of what every carried list gives it, and a list's own source gets its own (lower) gain.
+    view = SimpleNamespace(size=size, slot=lambda seq: seq)
+    lists = [
+        ([1, 4, 9], arrays._Gain(2.0)),
+        ([4, 7], arrays._Gain(0.5, special=7, special_value=0.0)),
+        ([0, 4, 9, 30], arrays._Gain(1.25)),
+    ]
+    np = arrays._np()
+    entries = [
+        arrays._Entry(
+            arrays._List("session", g.value, (), g, ()), np.array(slots), np.ones(len(slots))
+        )
+        for slots, g in lists
+    ]
+    merged = arrays._merged(view, entries)  # type: ignore[arg-type]
+    assert merged.slots.tolist() == [0, 1, 4, 7, 9, 30]
+    assert merged.values.tolist() == [1.25, 2.0, 3.75, 0.0, 3.25, 1.25]
+    assert merged.lst.signal == "session" and merged.lst.bound == 3.75
+    assert merged.gains(view, merged.slots, merged.values) is merged.values  # type: ignore[arg-type]
