@@ -419,11 +419,7 @@ def _pass(
         index, plan, cfg, k=k, scorer=fast if prune else None, admitted=admitted,
         min_score=min_score,
     )  # fmt: skip
-    rows = []
-    for seq in sig.candidates():
-        score = fast.score(seq, sig)
-        if min_score is None or score >= min_score:
-            rows.append((_tag_only(seq, sig), -score, seq))
+    rows = fast.rows(sig, min_score)
     return _Pass(_top_admitted(rows, k, admitted), sig, len(rows))
 
 

@@ -227,6 +227,33 @@ class FastScorer:
             )
         return value
 
+    def rows(self, ev: Evidence, min_score: float | None) -> list[tuple[bool, float, int]]:
+        """``(tag-only, -score, seq)`` of every candidate scoring at least ``min_score``.
+
+        :meth:`score` and the tag-only test inlined over all candidates (the same arithmetic
+        in the same order, so the same floats): a small namespace scores every candidate, and
+        this loop is most of its recall time."""
+        cue, tag, content, session = ev.cue, ev.tag, ev.content, ev.session
+        w_cue, w_tag, w_content, w_session = self.w_cue, self.w_tag, self.w_content, self.w_session
+        cap, only = self.cfg.session_saturation, self.cfg.session_only_factor
+        prior, floor = self.prior, -math.inf if min_score is None else min_score
+        rows = []
+        for seq in ev.candidates():
+            value = (
+                w_cue * cue.get(seq, 0.0)
+                + w_tag * tag.get(seq, 0.0)
+                + w_content * content.get(seq, 0.0)
+                + prior(seq)
+            )
+            raw = session.get(seq, 0.0)
+            explicit = seq in cue or seq in content
+            if raw > 0.0 and w_session:
+                boost = saturate(raw, cap)
+                value += w_session * (boost if explicit or seq in tag else boost * only)
+            if value >= floor:
+                rows.append((not explicit and seq not in session, -value, seq))
+        return rows
+
 
 def can_prune(cfg: RecallConfig) -> bool:
     """Pruning is exact only when every evidence weight is >= 0 and every rule is known."""
