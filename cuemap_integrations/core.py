@@ -748,6 +748,7 @@ class CueMap:
             speakers = self._threads.named_speakers(namespace, read.normalized)
             turns = self._threads.turns_by(namespace, speakers)
             read = replace(read, speakers=speakers, speaker_turns=turns)
+            priors: dict[int, float] = {}  # both passes: same time, counts and bonuses
 
             def ranked(
                 extra: Sequence[Carried], k: int = k, explain: bool = True
@@ -756,7 +757,7 @@ class CueMap:
                 return rank(
                     index, self._records, counts, plan, self.config,
                     k=k, filters=filters, now=now, min_score=min_score, exclude=exclude,
-                    prune=self.config.prune, explain=explain,
+                    prune=self.config.prune, explain=explain, priors=priors,
                 )  # fmt: skip
 
             depth = self.config.feedback_hits

@@ -323,7 +323,8 @@ def _explain(
 
 def _only_self(concept: Concept, seq: int) -> bool:
     """A carried cue that came from this memory alone and may not help it (feedback)."""
-    return concept.sources == frozenset({seq}) and concept.self_factor == 0.0
+    sources = concept.sources
+    return concept.self_factor == 0.0 and len(sources) == 1 and seq in sources
 
 
 def _first_in(group: tuple[str, ...], present: set[str]) -> str:
@@ -344,6 +345,7 @@ def rank(
     exclude: frozenset[str] = frozenset(),
     prune: bool = True,
     explain: bool = True,
+    priors: dict[int, float] | None = None,
 ) -> tuple[list[Hit], RecallTrace]:
     """Score every candidate memory and return the top ``k`` hits with the query trace.
 
@@ -352,6 +354,8 @@ def rank(
     ``prune`` (the default), candidates that provably cannot reach the top ``k`` are skipped
     (:mod:`.topk`); the hits are the same as without it. ``explain=False`` leaves the hits'
     breakdowns empty, for a pass whose hits only feed the next pass (pseudo-relevance feedback).
+    ``priors`` memoizes each memory's query-independent prior; passes of one recall share it (same
+    time, access counts and bonuses), so the second pass does not compute them again.
 
     A query naming a day or a month, or the speaker of transcript turns, gives the memories
     created then, or that speaker's turns, a bonus (:func:`_boosts`). It is part of each
@@ -368,7 +372,9 @@ def rank(
 
     boosts = _boosts(plan, cfg, records)
     bonus = _bonus(boosts)
-    fast = FastScorer(cfg, index.docs, now.timestamp(), access, bonus, sum(b.value for b in boosts))
+    fast = FastScorer(
+        cfg, index.docs, now.timestamp(), access, bonus, sum(b.value for b in boosts), priors
+    )
     if FastScorer.usable(cfg):
         ranked = _pass(index, plan, cfg, k, fast, prune, admitted, min_score)
     else:

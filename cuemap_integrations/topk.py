@@ -124,10 +124,11 @@ def _concept_lists(index: NamespaceIndex, plan: QueryPlan, cfg: RecallConfig) ->
             idf = bm25_idf(n, _union_size(index, keys))
             out.append(_List("cue", w["cue"] * idf, postings, _Gain(idf), keys))
     most = max(cfg.carry_min_df, int(cfg.carry_max_share * n))
+    tables = (("cue", index.cues), ("tag", index.tags))
     for concept in plan.expanded_concepts:
-        keys = tuple((kind, m) for kind in ("cue", "tag") for m in concept.members
-                     if m in index.postings(kind))  # fmt: skip
-        postings = tuple(index.postings(kind)[m] for kind, m in keys)
+        found = [(kind, m, t[m]) for kind, t in tables for m in concept.members if m in t]
+        keys = tuple((kind, m) for kind, m, _ in found)
+        postings = tuple(bucket for _, _, bucket in found)
         df = _union_size(index, keys) if keys else 0
         if 0 < df <= most:  # a carried cue too common to tell memories apart is not carried
             gain = concept.weight * bm25_idf(n, df)
@@ -176,6 +177,7 @@ class FastScorer:
         access: Callable[[int], int],
         bonus: Callable[[int], float] | None = None,
         bonus_max: float = 0.0,
+        priors: dict[int, float] | None = None,
     ) -> None:
         w = cfg.weights
         self.cfg, self.docs, self.now_ts, self.access = cfg, docs, now_ts, access
@@ -187,7 +189,7 @@ class FastScorer:
         self.per_second = 1.0 / (86400.0 * cfg.half_life_days)
         # the most the prior adds (recency is at most 1; the frequency penalty only subtracts)
         self.prior_max = self.w_recency + max([0.0, *self.type_bonus.values()]) + bonus_max
-        self._priors: dict[int, float] = {}
+        self._priors: dict[int, float] = {} if priors is None else priors
 
     @staticmethod
     def usable(cfg: RecallConfig) -> bool:
