@@ -16,7 +16,9 @@ small stores never pay for it.
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 from .postings import Postings
@@ -40,6 +42,14 @@ ARRAY_MIN_MEMORIES = 2000
 # scale` corpus, both interleaved query by query in one process: 3k 2.06 (2.92) vs 1.97 (3.13) ms,
 # 10k 2.56 (3.88) vs 2.53 (4.28), 30k 3.20 (4.48) vs 3.03 (6.63), 100k 6.62 (12.3) vs 7.63 (18.0).
 NARROW_MIN_MEMORIES = 50_000
+
+# The mirrors of the posting lists queries read are kept up to this many postings per memory
+# (8 bytes of slot each, 8 more of value for term lists), least recently read dropped first.
+# Unbounded, the bench's varied queries mirrored 23 postings per memory of the index's 39 after
+# 200 queries and 29 after 1,000. Same-process CPU medians per recall at 100k, bounded vs not
+# (300 queries, identical hits): 16 per memory x0.98, 8 per memory x1.10 (lists made again).
+MIRROR_POSTINGS_PER_MEMORY = 16
+MIRROR_MIN_POSTINGS = 1 << 16
 
 _EPSILON = 1e-9  # NumPy and Python sum a memory's parts in different orders: keep near-ties
 _BIG_SHIFT = 1.0
@@ -81,7 +91,8 @@ def _unique(values: Any) -> Any:
 
 
 class _Growable:
-    """One posting list as parallel arrays ``slots`` / ``values`` with spare capacity.
+    """One posting list as parallel arrays ``slots`` / ``values`` with spare capacity;
+    ``values`` is None while every value is 1.0 (cue and tag lists), as in :class:`Postings`.
 
     Slots are kept in ascending order: new memories get ever larger slots, so appending keeps
     it; a re-indexed memory (its old, smaller slot) marks the list unsorted and the next read
@@ -97,14 +108,19 @@ class _Growable:
         self.ordered = False
 
     def append(self, slot: int, value: float) -> None:
+        np = _np()
         if self.size == len(self.slots):
-            np = _np()
             capacity = max(8, 2 * self.size)
             self.slots = np.resize(self.slots, capacity)
-            self.values = np.resize(self.values, capacity)
+            if self.values is not None:
+                self.values = np.resize(self.values, capacity)
+        if self.values is None and value != 1.0:
+            self.values = np.ones(len(self.slots))
         if self.size and slot < self.slots[self.size - 1]:
             self.ordered = False
-        self.slots[self.size], self.values[self.size] = slot, value
+        self.slots[self.size] = slot
+        if self.values is not None:
+            self.values[self.size] = value
         self.size += 1
 
     def drop(self, slot: int) -> None:
@@ -113,15 +129,19 @@ class _Growable:
         if len(where):
             at, last = int(where[0]), self.size - 1
             self.slots[at:last] = self.slots[at + 1 : self.size]
-            self.values[at:last] = self.values[at + 1 : self.size]
+            if self.values is not None:
+                self.values[at:last] = self.values[at + 1 : self.size]
             self.size = last
 
     def arrays(self) -> tuple[Any, Any]:
-        """``(slots, values)``, slots ascending."""
-        slots, values = self.slots[: self.size], self.values[: self.size]
+        """``(slots, values)``, slots ascending (values None when all are 1.0)."""
+        slots = self.slots[: self.size]
+        values = None if self.values is None else self.values[: self.size]
         if not self.ordered:
             order = _np().argsort(slots, kind="stable")
-            slots[:], values[:] = slots[order], values[order]
+            slots[:] = slots[order]
+            if values is not None:
+                values[:] = values[order]
             self.ordered = True
         return slots, values
 
@@ -145,7 +165,9 @@ class ArrayView:
         self.updated = np.zeros(capacity, dtype=np.float64)
         self.type_code = np.zeros(capacity, dtype=np.int32)
         self.size = 0
-        self.lists: dict[tuple[str, str], _Growable] = {}
+        # mirrored lists, least recently read first, and how many postings they hold
+        self.lists: OrderedDict[tuple[str, str], _Growable] = OrderedDict()
+        self.mirrored = 0
         # concept unions, asked for the idf and again for the selection; any change clears it
         self._unions: dict[tuple[tuple[str, str], ...], Any] = {}
         for seq, doc in index.docs.items():
@@ -187,13 +209,16 @@ class ArrayView:
         mirrored = self.lists.get((kind, key))
         if mirrored is not None:
             mirrored.append(self.slot_by_seq[seq], value)
+            self.mirrored += 1
             self._unions.clear()  # unions are made of mirrored lists only
 
     def drop(self, kind: str, key: str, seq: int) -> None:
         """A posting was removed from the index."""
         mirrored = self.lists.get((kind, key))
         if mirrored is not None:
+            before = mirrored.size
             mirrored.drop(self.slot_by_seq[seq])
+            self.mirrored -= before - mirrored.size
             self._unions.clear()
 
     # -------------------------------------------------------------- read by queries
@@ -204,12 +229,26 @@ class ArrayView:
             np = _np()
             bucket = self.index.postings(kind).get(key) or Postings()
             seqs, weights = bucket.buffers()
-            slots = self.slot_by_seq[np.frombuffer(seqs, dtype=np.int64)]
-            values = np.ones(len(slots)) if weights is None else np.array(weights, dtype=np.float64)
+            slots = self.slot_by_seq[np.frombuffer(seqs, dtype=seqs.typecode)]
+            values = None if weights is None else np.array(weights, dtype=np.float64)
             mirrored = self.lists[(kind, key)] = _Growable(slots, values)
             # seqs ascend; so do their slots unless an older memory was re-indexed
             mirrored.ordered = bool(np.all(slots[1:] > slots[:-1]))
+            self.mirrored += len(slots)
+            self._evict()
+        else:
+            self.lists.move_to_end((kind, key))
         return mirrored.arrays()
+
+    def _evict(self) -> None:
+        """Forget the least recently read mirrors beyond the budget (they are made again, in
+        one array step, if a query needs them): without it the mirrors of every word ever
+        queried would come to double the index's memory."""
+        budget = max(MIRROR_MIN_POSTINGS, MIRROR_POSTINGS_PER_MEMORY * self.size)
+        while self.mirrored > budget and len(self.lists) > 1:
+            _, dropped = self.lists.popitem(last=False)
+            self.mirrored -= dropped.size
+            self._unions.clear()  # a union must not outlive a member no write now reaches
 
     def union(self, keys: Sequence[tuple[str, str]]) -> tuple[Any, Any]:
         """``(slots, values)`` of one list, or of several (a concept) with each memory once
@@ -238,7 +277,8 @@ class ArrayView:
         problems = []
         for (kind, key), mirrored in self.lists.items():
             slots, values = mirrored.arrays()
-            got = {int(self.seq_at[s]): float(v) for s, v in zip(slots, values, strict=True)}
+            weights = repeat(1.0, len(slots)) if values is None else values
+            got = {int(self.seq_at[s]): float(v) for s, v in zip(slots, weights, strict=True)}
             if got != self.index.postings(kind).get(key, {}):
                 problems.append(f"array postings of {kind} {key!r} differ from the index")
         return problems
@@ -271,6 +311,8 @@ class _Entry:
         gain = self.lst.gain
         if isinstance(gain, _TermGain):
             k1, b, avg = gain.k1, gain.b, gain.avg
+            if values is None:  # every memory holds the term once
+                values = np.ones(len(slots))
             norm = k1 * (1.0 - b + b * view.length[slots] / avg) if avg > 0 else k1
             return gain.idf * (values * (k1 + 1.0) / (values + norm))
         if isinstance(gain, _Gain):

@@ -260,3 +260,42 @@ def test_carried_lists_merge_into_one_entry_with_summed_gains(size: int) -> None
     assert merged.values.tolist() == [1.25, 2.0, 3.75, 0.0, 3.25, 1.25]
     assert merged.lst.signal == "session" and merged.lst.bound == 3.75
     assert merged.gains(view, merged.slots, merged.values) is merged.values  # type: ignore[arg-type]
+
+
+def test_mirrors_stay_within_their_budget_and_rank_the_same() -> None:
+    # Every word ever queried would stay mirrored: the least recently read go past a budget,
+    # are made again when needed, and no union outlives a member a later write changes.
+    cm = build(8, 600)
+    queries = ["order cache redis", "caroline painting", "festival support", "note3 order"]
+    with (
+        arrays_for_every_size(),
+        mock.patch.object(arrays, "MIRROR_MIN_POSTINGS", 0),
+        mock.patch.object(arrays, "MIRROR_POSTINGS_PER_MEMORY", 1),
+    ):
+        read: set[tuple[str, str]] = set()
+        for round_ in range(3):
+            for query in queries:
+                assert_same(by_arrays(cm, query, 5), ranked(cm, query, 5, False))
+                view = cm._indexes["default"].view
+                assert view is not None
+                read |= set(view.lists)
+                assert view.mirrored == sum(g.size for g in view.lists.values())
+                assert view.mirrored <= view.size or len(view.lists) == 1
+            cm.add(f"order cache caroline painting {round_}", memory_id=f"new-{round_}")
+            cm.delete(f"m{round_}")
+        assert cm.check() == []
+        assert len(view.lists) < len(read)  # some were dropped (and made again when read)
+
+
+def test_mirrors_of_all_one_lists_keep_no_values() -> None:
+    cm = build(9, 300)
+    with arrays_for_every_size():
+        cm.recall("order cache", k=3)
+        view = cm._indexes["default"].view
+        assert view is not None
+        cue_lists = [g for (kind, _), g in view.lists.items() if kind == "cue"]
+        assert cue_lists and all(g.values is None for g in cue_lists)
+        grown = cue_lists[0]
+        grown.append(view.size, 2.5)  # a value other than 1.0 brings the values back
+        assert grown.values is not None and grown.arrays()[1][-1] == 2.5
+        assert set(grown.arrays()[1][:-1]) == {1.0}
