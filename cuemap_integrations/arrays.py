@@ -22,7 +22,7 @@ from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 from .postings import Postings
-from .topk import _Gain, _List, _TermGain  # topk imports this module lazily: no cycle
+from .topk import _Gain, _List, _TermGain, rest_bounds  # topk imports this lazily: no cycle
 
 if TYPE_CHECKING:
     from .config import RecallConfig
@@ -560,18 +560,8 @@ def _jump(sums: _Sums, at: Any, cfg: RecallConfig, scorer: FastScorer) -> Any:
 
 
 def _rest_bounds(order: Sequence[_Entry], session_cap: float) -> list[float]:
-    """``rest[i]``: the most that lists ``i..`` can add to one memory's score. Session lists
-    add their raw values through a saturation, so together they add at most ``session_cap``
-    (a conversation carries dozens of cues: summing their bounds would never let them go)."""
-    rest = [0.0] * (len(order) + 1)
-    linear = session = 0.0
-    for i in range(len(order) - 1, -1, -1):
-        if order[i].lst.signal == "session":
-            session += order[i].lst.bound
-        else:
-            linear += order[i].lst.bound
-        rest[i] = linear + min(session, session_cap)
-    return rest
+    """``rest[i]``: the most that entries ``i..`` can add to one memory's score."""
+    return rest_bounds([e.lst for e in order], session_cap)
 
 
 def _kth(view: ArrayView, cand: Any, lower: Any, k: int, admitted: Callable[[int], bool]) -> float:

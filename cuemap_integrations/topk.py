@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -367,16 +367,33 @@ def gather(
         for lst in lists:
             run.add(lst)  # exact evidence, for the chosen memories only
         return run.ev
-    rest = sum(lst.bound for lst in lists)
+    cap = cfg.weights["session"] * cfg.session_saturation
+    rest = rest_bounds(lists, cap)  # what lists i.. can still add to one memory
+    done = rest_bounds(lists[::-1], cap)[::-1]  # done[i + 1]: the most lists ..i have given one
     prune = scorer is not None and can_prune(cfg)
-    for lst in lists:
-        if prune and run.survivors is None and _worth_checking(run, lst):
+    for i, lst in enumerate(lists):
+        # theta is at most done[i] + prior_max: computing it pays only once rest < done
+        if prune and run.survivors is None and rest[i] < done[i] and _worth_checking(run, lst):
             theta = run.theta()
-            if rest + run.prior_max < theta - _EPSILON:
-                run.start_pruning(rest, theta)
+            if rest[i] + run.prior_max < theta - _EPSILON:
+                run.start_pruning(rest[i], theta)
         run.add(lst)
-        rest -= lst.bound
     return run.ev
+
+
+def rest_bounds(lists: Sequence[_List], session_cap: float) -> list[float]:
+    """``rest[i]``: the most that lists ``i..`` can add to one memory's score. Session lists
+    add their raw values through a saturation, so together they add at most ``session_cap``
+    (a conversation carries dozens of cues: summing their bounds would never let them go)."""
+    rest = [0.0] * (len(lists) + 1)
+    linear = session = 0.0
+    for i in range(len(lists) - 1, -1, -1):
+        if lists[i].signal == "session":
+            session += lists[i].bound
+        else:
+            linear += lists[i].bound
+        rest[i] = linear + min(session, session_cap)
+    return rest
 
 
 def _worth_checking(run: _Pass, lst: _List) -> bool:
