@@ -229,18 +229,15 @@ class FastScorer:
             )
         return value
 
-    def rows(self, ev: Evidence, min_score: float | None) -> list[tuple[bool, float, int]]:
-        """``(tag-only, -score, seq)`` of every candidate scoring at least ``min_score``.
-
-        :meth:`score` and the tag-only test inlined over all candidates (the same arithmetic
-        in the same order, so the same floats): a small namespace scores every candidate, and
-        this loop is most of its recall time."""
+    def scores(self, seqs: Iterable[int], ev: Evidence) -> list[float]:
+        """:meth:`score` of each of ``seqs``, inlined (the same arithmetic in the same order,
+        so the same floats): a small namespace scores every candidate, and this loop is most
+        of its recall time."""
         cue, tag, content, session = ev.cue, ev.tag, ev.content, ev.session
         w_cue, w_tag, w_content, w_session = self.w_cue, self.w_tag, self.w_content, self.w_session
-        cap, only = self.cfg.session_saturation, self.cfg.session_only_factor
-        prior, floor = self.prior, -math.inf if min_score is None else min_score
-        rows = []
-        for seq in ev.candidates():
+        cap, only, prior = self.cfg.session_saturation, self.cfg.session_only_factor, self.prior
+        out = []
+        for seq in seqs:
             value = (
                 w_cue * cue.get(seq, 0.0)
                 + w_tag * tag.get(seq, 0.0)
@@ -248,13 +245,23 @@ class FastScorer:
                 + prior(seq)
             )
             raw = session.get(seq, 0.0)
-            explicit = seq in cue or seq in content
             if raw > 0.0 and w_session:
                 boost = saturate(raw, cap)
-                value += w_session * (boost if explicit or seq in tag else boost * only)
-            if value >= floor:
-                rows.append((not explicit and seq not in session, -value, seq))
-        return rows
+                explicit = seq in cue or seq in content or seq in tag
+                value += w_session * (boost if explicit else boost * only)
+            out.append(value)
+        return out
+
+    def rows(self, ev: Evidence, min_score: float | None) -> list[tuple[bool, float, int]]:
+        """``(tag-only, -score, seq)`` of every candidate scoring at least ``min_score``."""
+        seqs = list(ev.candidates())
+        cue, content, session = ev.cue, ev.content, ev.session
+        floor = -math.inf if min_score is None else min_score
+        return [
+            (seq not in cue and seq not in content and seq not in session, -value, seq)
+            for seq, value in zip(seqs, self.scores(seqs, ev), strict=True)
+            if value >= floor
+        ]
 
 
 def can_prune(cfg: RecallConfig) -> bool:
@@ -306,6 +313,12 @@ class _Pass:
         """A lower bound of the memory's final score: its score on the evidence so far."""
         return self.scorer.score(seq, self.ev) if self.scorer is not None else -math.inf
 
+    def lower_all(self, seqs: list[int]) -> list[float]:
+        """:meth:`lower` of each of ``seqs``, in one loop."""
+        if self.scorer is None:
+            return [-math.inf] * len(seqs)
+        return self.scorer.scores(seqs, self.ev)
+
     def jump(self, seq: int) -> float:
         """What a session-only memory gains if a later list matches the query itself."""
         ev = self.ev
@@ -321,15 +334,18 @@ class _Pass:
         pool = [s for s in ev.candidates() if s in ev.cue or s in ev.session or s in ev.content]
         if len(pool) < self.k:
             return -math.inf
-        best = heapq.nlargest(4 * self.k, pool, key=self.lower)
-        admitted = [s for s in best if self.admitted(s)]
-        return self.lower(admitted[self.k - 1]) if len(admitted) >= self.k else -math.inf
+        lower = self.lower_all(pool)
+        best = heapq.nlargest(4 * self.k, range(len(pool)), key=lower.__getitem__)
+        admitted = [at for at in best if self.admitted(pool[at])]
+        return lower[admitted[self.k - 1]] if len(admitted) >= self.k else -math.inf
 
     def start_pruning(self, rest: float, theta: float) -> None:
+        seqs = list(self.ev.candidates())
+        lower = self.lower_all(seqs)
         self.survivors = {
             seq: None
-            for seq in self.ev.candidates()
-            if self.lower(seq) + rest + self.jump(seq) >= theta - _EPSILON
+            for seq, value in zip(seqs, lower, strict=True)
+            if value + rest + self.jump(seq) >= theta - _EPSILON
         }
         self.ev.survivors = self.survivors
 
