@@ -42,6 +42,7 @@ from .records import (
     validate_content,
     validate_namespace,
 )
+from .recordtable import RecordTable
 from .redact import DEFAULT_POLICY, RedactionPolicy, redact_record
 from .results import ConflictNote, Hit, NoteKind, RecallResult, RecallTrace
 from .sessions import open_sessions
@@ -171,7 +172,7 @@ class CueMap:
         shared = self._store if isinstance(self._store, SharedStore) else None
         self._feed = None if shared is None else ChangeFeed(shared, sync, sync_interval)
         self._late: list[WriteEvent] = []  # synced inside a write, not yet told to listeners
-        self._records: dict[int, MemoryRecord] = {}
+        self._records = RecordTable()
         self._seq_of: dict[tuple[str, str], int] = {}
         self._indexes: dict[str, NamespaceIndex] = {}
         self._access: dict[int, tuple[int, datetime]] = {}
@@ -244,13 +245,16 @@ class CueMap:
         return cues, list(record.tags), list(keys.terms)
 
     def _index(self, seq: int, record: MemoryRecord, memo: TextMemo | None = None) -> None:
-        cues, tags, terms = self._index_keys(record, memo)
+        cues, _, terms = self._index_keys(record, memo)
         index = self._indexes.get(record.namespace)
         if index is None:  # not setdefault: that would build an empty index for every memory
             index = self._indexes[record.namespace] = NamespaceIndex()
+        # the record's own tuples when equal, so the index shares them instead of a copy
+        same = len(cues) == len(record.cues) and cues == list(record.cues)
         index.add(
-            seq, cues, tags, terms, updated_ts=record.updated_at.timestamp(), type=record.type.value
-        )
+            seq, record.cues if same else cues, record.tags, terms,
+            updated_ts=record.updated_at.timestamp(), type=record.type.value,
+        )  # fmt: skip
         self._records[seq] = record
         self._seq_of[(record.namespace, record.memory_id)] = seq
         key = content_key(record, normalize if memo is None else memo.normalized)
@@ -635,7 +639,7 @@ class CueMap:
         return [
             s
             for s in (index.docs if index else ())
-            if everyone.admits(self._records[s], self.now())
+            if everyone.admits(self._records.row(s), self.now())
         ]
 
     def history(self, memory_id: str, *, namespace: str = "default") -> list[MemoryRecord]:
@@ -667,8 +671,8 @@ class CueMap:
         with self._lock:
             return [
                 self._current(seq)
-                for seq, r in self._records.items()
-                if namespace is None or r.namespace == namespace
+                for seq, row in self._records.rows()
+                if namespace is None or row.namespace == namespace
             ]
 
     def namespaces(self) -> list[str]:
@@ -829,7 +833,7 @@ class CueMap:
         if not (self.config.track_access or always):
             return
         for seq in seqs:
-            count, _ = self._access.get(seq, (self._records[seq].access_count, now))
+            count, _ = self._access.get(seq, (self._records.row(seq).access_count, now))
             self._access[seq] = (count + 1, now)
         if len(self._access) >= _ACCESS_FLUSH_EVERY:
             self._flush_access()
@@ -924,9 +928,9 @@ class CueMap:
         with self._lock:
             namespaces: dict[str, int] = {}
             types: dict[str, int] = {}
-            for record in self._records.values():
-                namespaces[record.namespace] = namespaces.get(record.namespace, 0) + 1
-                types[record.type.value] = types.get(record.type.value, 0) + 1
+            for _, row in self._records.rows():
+                namespaces[row.namespace] = namespaces.get(row.namespace, 0) + 1
+                types[row.type.value] = types.get(row.type.value, 0) + 1
             return StoreStats(
                 path=self.path,
                 schema_version=self._store.schema_version,

@@ -32,13 +32,15 @@ class IndexedDoc:
     """Exactly what one memory put into the index (kept for removal and explanations).
 
     Terms and context are stored as parallel tuples (names, values) rather than pairs: one
-    memory holds dozens of them, and a pair tuple costs 64 bytes of its own.
+    memory holds dozens of them, and a pair tuple costs 64 bytes of its own. Term counts are
+    ``bytes`` when all are below 256 (one byte each instead of an 8-byte pointer), and the cues
+    are the record's own cue tuple when they are the same cues (see :meth:`NamespaceIndex.add`).
     """
 
     cues: tuple[str, ...]
     tags: tuple[str, ...]
     term_names: tuple[str, ...]
-    term_counts: tuple[int, ...]
+    term_counts: bytes | tuple[int, ...]
     length: int
     updated_ts: float = 0.0  # POSIX time of the memory's last update (for recency)
     type: str = "note"
@@ -54,6 +56,19 @@ class IndexedDoc:
     def context(self) -> tuple[tuple[str, float], ...]:
         """``(term, weight)`` of the neighbouring turns' words (transcripts only)."""
         return tuple(zip(self.context_names, self.context_weights, strict=True))
+
+
+def _distinct(keys: Iterable[str]) -> tuple[str, ...]:
+    """``keys`` without repeats, first occurrence first. A tuple that has none is kept as it
+    is: the caller's tuple (a record's cues) is then shared, not copied."""
+    unique = dict.fromkeys(keys)
+    return keys if isinstance(keys, tuple) and len(unique) == len(keys) else tuple(unique)
+
+
+def _packed_counts(counts: Iterable[int]) -> bytes | tuple[int, ...]:
+    """Term frequencies as ``bytes`` (they are almost always below 256), else as a tuple."""
+    values = tuple(counts)
+    return bytes(values) if not values or max(values) < 256 else values
 
 
 class NamespaceIndex:
@@ -95,10 +110,10 @@ class NamespaceIndex:
             self.remove(seq)
         counts = Counter(terms)
         doc = IndexedDoc(
-            tuple(dict.fromkeys(cues)),
-            tuple(dict.fromkeys(tags)),
+            _distinct(cues),
+            _distinct(tags),
             tuple(counts),
-            tuple(counts.values()),
+            _packed_counts(counts.values()),
             sum(counts.values()),
             updated_ts,
             type,

@@ -20,6 +20,7 @@ from .config import RecallConfig
 from .errors import ValidationError
 from .index import NamespaceIndex
 from .records import MemoryRecord, MemoryType, coerce_timestamp
+from .recordtable import RecordHead, RecordTable
 from .results import Hit, RecallTrace, ScoreBreakdown
 from .scoring import Features, combine
 from .text import content_terms, derive_cues, normalize, query_units
@@ -78,7 +79,7 @@ class Filters:
             include_superseded=include_superseded,
         )
 
-    def admits(self, record: MemoryRecord, now: datetime) -> bool:
+    def admits(self, record: RecordHead, now: datetime) -> bool:
         """True when ``record`` passes every filter at time ``now``."""
         if self.types is not None and record.type not in self.types:
             return False
@@ -363,14 +364,17 @@ def rank(
     makes a memory a candidate by itself.
     """
 
+    head = _heads(records)
+
     def admitted(seq: int) -> bool:
-        record = records[seq]
+        record = head(seq)
         return record.memory_id not in exclude and filters.admits(record, now)
 
     def access(seq: int) -> int:
-        return access_counts.get(seq, records[seq].access_count)
+        count = access_counts.get(seq)
+        return head(seq).access_count if count is None else count
 
-    boosts = _boosts(plan, cfg, records)
+    boosts = _boosts(plan, cfg, head)
     bonus = _bonus(boosts)
     fast = FastScorer(
         cfg, index.docs, now.timestamp(), access, bonus, sum(b.value for b in boosts), priors
@@ -471,8 +475,14 @@ class _Boost(NamedTuple):
     holds: Callable[[int], bool]  # seq -> does the bonus apply
 
 
+def _heads(records: Mapping[int, MemoryRecord]) -> Callable[[int], RecordHead]:
+    """``seq ->`` the fields filters and bonuses read: a packed row when the records are a
+    :class:`RecordTable` (so scoring candidates builds no records), else the record."""
+    return records.row if isinstance(records, RecordTable) else records.__getitem__
+
+
 def _boosts(
-    plan: QueryPlan, cfg: RecallConfig, records: Mapping[int, MemoryRecord]
+    plan: QueryPlan, cfg: RecallConfig, head: Callable[[int], RecordHead]
 ) -> tuple[_Boost, ...]:
     """The bonuses this query gives: ``date`` when it names a day or a month (memories created
     then, or up to ``date_days_after`` days later), ``speaker`` when it names the speaker of
@@ -481,7 +491,7 @@ def _boosts(
     if plan.period is not None and cfg.date_bonus:
         period = plan.period.stretched(cfg.date_days_after)  # once, not per candidate
         boosts.append(
-            _Boost("date", cfg.date_bonus, lambda seq: period.covers(records[seq].created_at))
+            _Boost("date", cfg.date_bonus, lambda seq: period.covers(head(seq).created_at))
         )
     if plan.speaker_turns and cfg.speaker_bonus:
         turns = plan.speaker_turns

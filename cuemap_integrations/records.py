@@ -285,6 +285,14 @@ class MemoryRecord:
         if self.cue_origin not in ("given", "derived"):
             raise ValidationError("cue_origin", self.cue_origin, "'given' or 'derived'")
 
+    @classmethod
+    def _unchecked(cls, values: dict[str, Any]) -> MemoryRecord:
+        """A record from the fields of one validated before (the store's packed rows,
+        :mod:`.recordtable`): validating again would cost more than the rest of a read."""
+        record = object.__new__(cls)
+        record.__dict__.update(values)
+        return record
+
     def evolve(self, **changes: Any) -> MemoryRecord:
         """Return a copy with ``changes`` applied (validated like a new record)."""
         return replace(self, **changes)

@@ -1,0 +1,186 @@
+"""The store's memory records, packed: one small tuple per memory, a record made on access.
+
+A :class:`~cuemap_integrations.records.MemoryRecord` held for every memory costs about 300 bytes
+beyond its strings: the dataclass and its instance dict, a ``datetime`` per timestamp, an empty
+metadata dict. :class:`RecordTable` keeps a :class:`Row` instead (about 140 bytes): the fields
+most memories set, a POSIX timestamp for ``created_at``, and only the other fields that differ
+from their default. Reading a record builds it from its row without validating it again (it was
+validated when stored). Filters and scoring read the few fields they need from the row itself
+(:meth:`RecordTable.row`), so ranking many candidates builds no records.
+
+Example:
+    >>> from datetime import datetime, timezone
+    >>> t = datetime(2026, 1, 2, tzinfo=timezone.utc)
+    >>> table = RecordTable()
+    >>> table[7] = MemoryRecord(memory_id="m1", content="The API uses port 8001", created_at=t,
+    ...                         updated_at=t, key="api.port")
+    >>> table.row(7).extra, table[7].key, table[7] == table[7]
+    (('key', 'api.port'), 'api.port', True)
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import ItemsView, Iterator, MutableMapping
+from dataclasses import MISSING, fields
+from datetime import datetime, timezone
+from typing import Any, NamedTuple, Protocol
+
+from .records import CueOrigin, JSONValue, MemoryRecord, MemoryType
+
+__all__ = ["RecordHead", "RecordTable", "Row"]
+
+# The fields a row keeps only when they differ from their default (updated_at: from created_at).
+_EXTRA = ("updated_at", "tags", "last_accessed", "access_count", "expires_at", "supersedes",
+          "superseded_by", "superseded_at", "key")  # fmt: skip
+_DEFAULTS: dict[str, Any] = {
+    f.name: f.default for f in fields(MemoryRecord) if f.default is not MISSING
+}
+
+
+class RecordHead(Protocol):
+    """The fields of a memory that filters and scoring read: a record or its packed row."""
+
+    @property
+    def memory_id(self) -> str: ...
+    @property
+    def type(self) -> MemoryType: ...
+    @property
+    def source(self) -> str | None: ...
+    @property
+    def created_at(self) -> datetime: ...
+    @property
+    def superseded_by(self) -> str | None: ...
+    @property
+    def access_count(self) -> int: ...
+    def is_expired(self, now: datetime) -> bool: ...
+
+
+class Row(NamedTuple):
+    """One memory, packed. ``extra`` is ``(name, value, name, value...)`` of the fields in
+    :data:`_EXTRA` that differ from their default: usually none, and a tuple of pairs is
+    smaller than a dict."""
+
+    memory_id: str
+    content: str
+    cues: tuple[str, ...]
+    type: MemoryType
+    source: str | None
+    namespace: str
+    stamp: float | datetime  # created_at: POSIX seconds when they convert back exactly
+    metadata: dict[str, JSONValue] | None  # None when empty
+    cue_origin: CueOrigin
+    extra: tuple[Any, ...]
+
+    @property
+    def created_at(self) -> datetime:
+        """When the memory was created (aware UTC)."""
+        stamp = self.stamp
+        return stamp if isinstance(stamp, datetime) else datetime.fromtimestamp(stamp, timezone.utc)
+
+    def field(self, name: str) -> Any:
+        """The value of one of the :data:`_EXTRA` fields."""
+        extra = self.extra
+        for at in range(0, len(extra), 2):
+            if extra[at] == name:
+                return extra[at + 1]
+        return self.created_at if name == "updated_at" else _DEFAULTS[name]
+
+    @property
+    def superseded_by(self) -> str | None:
+        """The id of the memory that replaced this one, or None."""
+        return self.field("superseded_by") if self.extra else None
+
+    @property
+    def access_count(self) -> int:
+        """How many recalls returned it (as last written to the row)."""
+        return self.field("access_count") if self.extra else 0
+
+    @property
+    def expires_at(self) -> datetime | None:
+        """When it stops being recalled, or None."""
+        return self.field("expires_at") if self.extra else None
+
+    def is_expired(self, now: datetime) -> bool:
+        """True when ``expires_at`` is at or before ``now``."""
+        expires = self.expires_at
+        return expires is not None and expires <= now
+
+
+def _stamp(when: datetime) -> float | datetime:
+    """``when`` as POSIX seconds if converting them back gives exactly ``when`` (any date in
+    centuries around now), else ``when`` itself."""
+    try:
+        seconds = when.timestamp()
+        exact = datetime.fromtimestamp(seconds, timezone.utc) == when
+    except (OverflowError, OSError, ValueError):  # out of the platform's range
+        return when
+    return seconds if exact and when.tzinfo is timezone.utc and not when.fold else when
+
+
+def pack(record: MemoryRecord) -> Row:
+    """The row of ``record`` (namespace and source strings shared between rows)."""
+    created = record.created_at
+    extra: list[Any] = []
+    for name in _EXTRA:
+        value = getattr(record, name)
+        if value != (created if name == "updated_at" else _DEFAULTS[name]):
+            extra += (name, value)
+    source = record.source
+    return Row(
+        record.memory_id, record.content, record.cues, record.type,
+        None if source is None else sys.intern(source), sys.intern(record.namespace),
+        _stamp(created), record.metadata or None, record.cue_origin, tuple(extra),
+    )  # fmt: skip
+
+
+def unpack(row: Row) -> MemoryRecord:
+    """The record ``row`` was packed from."""
+    created = row.created_at
+    values: dict[str, Any] = {
+        "memory_id": row.memory_id, "content": row.content, "created_at": created,
+        "updated_at": created, "cues": row.cues, "tags": (), "type": row.type,
+        "source": row.source, "namespace": row.namespace, "last_accessed": None,
+        "access_count": 0, "expires_at": None, "supersedes": None, "superseded_by": None,
+        "superseded_at": None, "key": None,
+        "metadata": {} if row.metadata is None else row.metadata, "cue_origin": row.cue_origin,
+    }  # fmt: skip
+    extra = row.extra
+    if extra:
+        values.update(zip(extra[::2], extra[1::2], strict=True))
+    return MemoryRecord._unchecked(values)
+
+
+class RecordTable(MutableMapping[int, MemoryRecord]):
+    """``seq -> MemoryRecord``, stored as packed rows, in insertion order like a dict."""
+
+    __slots__ = ("_rows",)
+
+    def __init__(self) -> None:
+        self._rows: dict[int, Row] = {}
+
+    def __getitem__(self, seq: int) -> MemoryRecord:
+        return unpack(self._rows[seq])
+
+    def __setitem__(self, seq: int, record: MemoryRecord) -> None:
+        self._rows[seq] = pack(record)
+
+    def __delitem__(self, seq: int) -> None:
+        del self._rows[seq]
+
+    def __contains__(self, seq: object) -> bool:
+        return seq in self._rows
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def rows(self) -> ItemsView[int, Row]:
+        """``(seq, row)`` of every memory, in insertion order."""
+        return self._rows.items()
+
+    def row(self, seq: int) -> Row:
+        """The packed row of memory ``seq``: its fields, without building a record."""
+        return self._rows[seq]

@@ -1,0 +1,131 @@
+"""The packed record table: what goes in comes out equal, and rows answer filters like records."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cuemap_integrations import CueMap, MemoryRecord, MemoryType
+from cuemap_integrations.index import NamespaceIndex
+from cuemap_integrations.ranking import Filters
+from cuemap_integrations.recordtable import RecordTable
+
+T = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+
+# any aware instant, from year 1 to 9999, to the microsecond, in any zone and either fold
+_instants = st.datetimes(
+    min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30), timezones=st.timezones()
+)
+_ids = st.text("abcxyz-.", min_size=1, max_size=6)
+_words = st.lists(st.text("abcdef", min_size=1, max_size=4), max_size=4).map(tuple)
+
+
+@st.composite
+def records(draw: st.DrawFn) -> MemoryRecord:
+    created = draw(_instants)
+    optional: dict[str, Any] = {
+        "cues": draw(_words),
+        "tags": draw(_words),
+        "type": draw(st.sampled_from(list(MemoryType))),
+        "source": draw(st.one_of(st.none(), _ids)),
+        "namespace": draw(_ids),
+        "last_accessed": draw(st.one_of(st.none(), _instants)),
+        "access_count": draw(st.integers(0, 3)),
+        "expires_at": draw(st.one_of(st.none(), _instants)),
+        "supersedes": draw(st.one_of(st.none(), _ids)),
+        "superseded_by": draw(st.one_of(st.none(), _ids)),
+        "superseded_at": draw(st.one_of(st.none(), _instants)),
+        "key": draw(st.one_of(st.none(), _ids)),
+        "metadata": draw(st.dictionaries(_ids, st.integers(), max_size=2)),
+        "cue_origin": draw(st.sampled_from(["given", "derived"])),
+    }
+    chosen = draw(st.sets(st.sampled_from(sorted(optional))))
+    return MemoryRecord(
+        memory_id=draw(_ids),
+        content=draw(st.text("ab c", min_size=1).filter(str.strip)),
+        created_at=created,
+        updated_at=draw(st.one_of(st.just(created), _instants)),
+        **{name: value for name, value in optional.items() if name in chosen},
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(records(), _instants)
+def test_a_record_reads_back_equal_with_the_same_repr(record: MemoryRecord, now: datetime) -> None:
+    table = RecordTable()
+    table[5] = record
+    back = table[5]
+    assert back == record
+    assert repr(back) == repr(record)  # same zone objects, folds and microseconds
+    assert back.to_dict() == record.to_dict()
+    row = table.row(5)
+    assert (row.memory_id, row.type, row.source, row.created_at) == (
+        record.memory_id, record.type, record.source, record.created_at,
+    )  # fmt: skip
+    assert (row.superseded_by, row.access_count, row.expires_at) == (
+        record.superseded_by, record.access_count, record.expires_at,
+    )  # fmt: skip
+    assert row.is_expired(now) == record.is_expired(now)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    records(),
+    _instants,
+    st.one_of(st.none(), st.sets(st.sampled_from(list(MemoryType)))),
+    st.one_of(st.none(), st.sets(st.one_of(_ids))),
+    st.one_of(st.none(), _instants),
+    st.booleans(),
+)
+def test_filters_admit_a_row_exactly_when_they_admit_its_record(
+    record: MemoryRecord,
+    now: datetime,
+    types: set[MemoryType] | None,
+    sources: set[str] | None,
+    since: datetime | None,
+    include: bool,
+) -> None:
+    table = RecordTable()
+    table[1] = record
+    filters = Filters.build(
+        types=types, sources=sources, since=since, until=since and since + timedelta(days=400),
+        include_expired=include, include_superseded=not include,
+    )  # fmt: skip
+    assert filters.admits(table.row(1), now) == filters.admits(record, now)
+
+
+def test_the_table_is_a_mapping_in_insertion_order() -> None:
+    table = RecordTable()
+    made = [
+        MemoryRecord(memory_id=f"m{i}", content="x", created_at=T, updated_at=T) for i in range(3)
+    ]
+    for seq, record in zip((9, 2, 5), made, strict=True):
+        table[seq] = record
+    assert list(table) == [9, 2, 5] and len(table) == 3 and 2 in table and 3 not in table
+    assert table.pop(2) == made[1] and list(table) == [9, 5]
+    assert [seq for seq, _ in table.rows()] == [9, 5]
+    del table[9]
+    assert dict(table) == {5: made[2]}
+
+
+def test_an_empty_metadata_is_a_fresh_dict_each_read() -> None:
+    table = RecordTable()
+    table[1] = MemoryRecord(memory_id="m", content="x", created_at=T, updated_at=T)
+    table[1].metadata["leak"] = True
+    assert table[1].metadata == {}
+
+
+def test_the_index_shares_the_records_cues_and_packs_small_counts() -> None:
+    with CueMap() as cm:
+        cm.add("Melanie painted a sunset by the lake", memory_id="port")
+        seq = cm._seq_of[("default", "port")]
+        doc = cm._indexes["default"].docs[seq]
+        assert doc.cues is cm._records.row(seq).cues
+        assert isinstance(doc.term_counts, bytes)
+    index = NamespaceIndex()
+    index.add(1, ["a"], [], ["w"] * 300 + ["v"])
+    assert index.docs[1].term_counts == (300, 1) and index.docs[1].length == 301
+    assert dict(index.docs[1].terms) == {"w": 300, "v": 1}
