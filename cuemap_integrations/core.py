@@ -30,7 +30,8 @@ from .config import RecallConfig
 from .errors import NotFoundError, ValidationError
 from .events import RecallExtension, RecallRequest, WriteEvent, WriteListener, notify
 from .index import NamespaceIndex
-from .lifecycle import ContentKey, StoreView, WritePlan, content_key, plan_writes
+from .keytables import SeqOf, SeqsByKey
+from .lifecycle import StoreView, WritePlan, content_key, plan_writes
 from .links import Links
 from .ranking import QUERY_SOURCE, Carried, Filters, plan_query, rank, with_carried
 from .records import (
@@ -173,10 +174,10 @@ class CueMap:
         self._feed = None if shared is None else ChangeFeed(shared, sync, sync_interval)
         self._late: list[WriteEvent] = []  # synced inside a write, not yet told to listeners
         self._records = RecordTable()
-        self._seq_of: dict[tuple[str, str], int] = {}
+        self._seq_of = SeqOf()
         self._indexes: dict[str, NamespaceIndex] = {}
         self._access: dict[int, tuple[int, datetime]] = {}
-        self._by_content: dict[ContentKey, tuple[int, ...]] = {}  # in insertion order
+        self._by_content = SeqsByKey()  # content key -> seqs, in insertion order
         self._by_key: dict[tuple[str, str], int] = {}
         self._links = Links()
         self._listeners: list[WriteListener] = []
@@ -249,16 +250,17 @@ class CueMap:
         index = self._indexes.get(record.namespace)
         if index is None:  # not setdefault: that would build an empty index for every memory
             index = self._indexes[record.namespace] = NamespaceIndex()
-        # the record's own tuples when equal, so the index shares them instead of a copy
-        same = len(cues) == len(record.cues) and cues == list(record.cues)
+        self._records[seq] = record
+        # the row's interned cue tuple when the cues are the same: the index shares it
+        own = self._records.row(seq).cues
+        same = len(cues) == len(own) and cues == list(own)
         index.add(
-            seq, record.cues if same else cues, record.tags, terms,
+            seq, own if same else cues, record.tags, terms,
             updated_ts=record.updated_at.timestamp(), type=record.type.value,
         )  # fmt: skip
-        self._records[seq] = record
         self._seq_of[(record.namespace, record.memory_id)] = seq
         key = content_key(record, normalize if memo is None else memo.normalized)
-        self._by_content[key] = (*self._by_content.get(key, ()), seq)
+        self._by_content.add(key, seq)
         if record.key is not None and record.superseded_by is None:
             self._by_key[(record.namespace, record.key)] = seq
         self._threads.add(seq, record)
@@ -279,11 +281,7 @@ class CueMap:
         del self._seq_of[(record.namespace, record.memory_id)]
         self._threads.remove(seq, record)
         key = content_key(record)
-        same = tuple(other for other in self._by_content[key] if other != seq)
-        if same:
-            self._by_content[key] = same
-        else:
-            del self._by_content[key]
+        self._by_content.discard(key, seq)
         if record.key is not None and self._by_key.get((record.namespace, record.key)) == seq:
             del self._by_key[(record.namespace, record.key)]
         index = self._indexes[record.namespace]
@@ -443,7 +441,7 @@ class CueMap:
         return StoreView(
             seq_of=lambda namespace, memory_id: self._seq_of.get((namespace, memory_id)),
             record=self._current,
-            by_content=lambda key: (self._by_content.get(key) or (None,))[0],
+            by_content=self._by_content.first,
             active_key=lambda namespace, key: self._by_key.get((namespace, key)),
             conflict_candidates=self._conflict_candidates,
         )

@@ -19,6 +19,7 @@ from itertools import repeat
 from typing import TYPE_CHECKING
 
 from .postings import Postings
+from .recordtable import interned
 from .text import CueLexicon
 
 if TYPE_CHECKING:
@@ -59,10 +60,13 @@ class IndexedDoc:
 
 
 def _distinct(keys: Iterable[str]) -> tuple[str, ...]:
-    """``keys`` without repeats, first occurrence first. A tuple that has none is kept as it
-    is: the caller's tuple (a record's cues) is then shared, not copied."""
+    """``keys`` without repeats, first occurrence first, as interned strings. A tuple that has
+    no repeats is kept as it is: the caller's tuple (a record's cues, interned by
+    :func:`~cuemap_integrations.recordtable.pack`) is then shared, not copied."""
     unique = dict.fromkeys(keys)
-    return keys if isinstance(keys, tuple) and len(unique) == len(keys) else tuple(unique)
+    if isinstance(keys, tuple) and len(unique) == len(keys):
+        return keys
+    return interned(unique)
 
 
 def _packed_counts(counts: Iterable[int]) -> bytes | tuple[int, ...]:
@@ -112,7 +116,7 @@ class NamespaceIndex:
         doc = IndexedDoc(
             _distinct(cues),
             _distinct(tags),
-            tuple(counts),
+            interned(counts),
             _packed_counts(counts.values()),
             sum(counts.values()),
             updated_ts,

@@ -45,18 +45,20 @@ def overlap(a: frozenset[str], b: frozenset[str]) -> tuple[int, float]:
     return shared, (shared / union if union else 0.0)
 
 
-ContentKey = tuple[str, bytes]
+ContentKey = bytes
 
 
 def content_key(record: MemoryRecord, normalized: Callable[[str], str] = normalize) -> ContentKey:
-    """What makes two memories exact duplicates: namespace and a 128-bit BLAKE2b digest of the
-    normalized content (``normalized`` is :func:`normalize` or a memo of it).
+    """What makes two memories exact duplicates: a 128-bit BLAKE2b digest of the namespace and
+    the normalized content (``normalized`` is :func:`normalize` or a memo of it).
 
     A digest rather than the text: the store keeps one key per memory, and the normalized text
     cost as much memory as the content itself; a chance collision needs about 2**64 memories.
+    The namespace is hashed in (a namespace has no control characters, so ``\x00`` separates
+    it unambiguously) rather than paired with the digest: a pair tuple per memory costs 56 bytes.
     """
-    text = normalized(record.content).encode("utf-8", "surrogatepass")
-    return record.namespace, hashlib.blake2b(text, digest_size=16).digest()
+    text = f"{record.namespace}\x00{normalized(record.content)}".encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(text, digest_size=16).digest()
 
 
 @dataclass

@@ -129,3 +129,22 @@ def test_the_index_shares_the_records_cues_and_packs_small_counts() -> None:
     index.add(1, ["a"], [], ["w"] * 300 + ["v"])
     assert index.docs[1].term_counts == (300, 1) and index.docs[1].length == 301
     assert dict(index.docs[1].terms) == {"w": 300, "v": 1}
+
+
+def test_cues_and_terms_are_one_string_object_each_even_from_str_subclasses() -> None:
+    class Word(str):
+        pass
+
+    made = MemoryRecord(
+        memory_id="w", content="lake lake", created_at=T, updated_at=T, cues=(Word("lake"),)
+    )
+    with CueMap() as cm:
+        cm.add("Melanie painted the lake", memory_id="a")
+        cm.add("the lake at dawn", memory_id="b")
+        cm.add_many([made])
+        index = cm._indexes["default"]
+        key = next(k for k in index.terms if k == "lake")
+        for memory_id in ("a", "b", "w"):
+            doc = index.docs[cm._seq_of[("default", memory_id)]]
+            assert [t for t in doc.term_names if t == "lake"][0] is key
+        assert type(cm.get("w").cues[0]) is str and cm.get("w").cues == ("lake",)

@@ -1,0 +1,62 @@
+"""The compact id and content lookups behave exactly like the plain dicts they replace."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cuemap_integrations.keytables import SeqOf, SeqsByKey
+
+_keys = st.tuples(st.sampled_from(["default", "bob", "x"]), st.sampled_from(["a", "b", "c", "d"]))
+_ops = st.lists(st.tuples(st.booleans(), _keys, st.integers(0, 9)), max_size=40)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_ops)
+def test_seq_of_matches_a_dict_keyed_by_pairs(ops: list[tuple[bool, tuple[str, str], int]]) -> None:
+    model: dict[tuple[str, str], int] = {}
+    table = SeqOf()
+    for put, key, seq in ops:
+        if put:
+            model[key] = table[key] = seq
+        elif key in model:
+            del model[key], table[key]
+        else:
+            assert key not in table and table.get(key) is None and table.get(key, -1) == -1
+    assert dict(table) == model and len(table) == len(model) and set(table) == set(model)
+    assert all(table.get(key) == seq and key in table for key, seq in model.items())
+    assert ("default",) not in table and "default" not in table
+
+
+def test_seq_of_raises_key_error_naming_the_pair() -> None:
+    table = SeqOf()
+    table[("default", "a")] = 1
+    for missing in (("default", "b"), ("bob", "a")):
+        try:
+            table[missing]
+        except KeyError as exc:
+            assert exc.args == (missing,)
+        else:
+            raise AssertionError("no KeyError")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.sampled_from([b"p", b"q"]), st.integers(0, 5))))
+def test_seqs_by_key_keeps_insertion_order_like_tuples_in_a_dict(
+    ops: list[tuple[bool, bytes, int]],
+) -> None:
+    model: dict[bytes, tuple[int, ...]] = {}
+    table = SeqsByKey()
+    for add, key, seq in ops:
+        if add:
+            model[key] = (*model.get(key, ()), seq)
+            table.add(key, seq)
+        elif key in model:
+            model[key] = tuple(s for s in model[key] if s != seq)
+            if not model[key]:
+                del model[key]
+            table.discard(key, seq)
+    assert len(table) == len(model)
+    for key in (b"p", b"q"):
+        assert table.seqs(key) == model.get(key, ())
+        assert table.first(key) == (model[key][0] if key in model else None)
