@@ -2,8 +2,9 @@
 
 A dict ``{seq: value}`` costs about 100 bytes per posting (hash table slot, over-allocation, a
 float object); a memory makes dozens of postings, so the index was most of the store's memory.
-Here a posting is 8 bytes of sequence number and, unless every value is 1.0 (cues and tags),
-8 bytes of value. Sequence numbers are kept ascending: new memories have the largest ones, so
+Here a posting is 4 bytes of sequence number (8 once one exceeds 2**31 - 1: SQLite's rowids
+count up from 1, so that takes two billion writes) and, unless every value is 1.0 (cues and
+tags), 8 bytes of value. Sequence numbers are kept ascending: new memories have the largest ones, so
 adding is an append; lookups are binary searches. The class is a read-only
 :class:`~collections.abc.Mapping` ``seq -> value`` for readers, with :meth:`put` and ``del`` for
 the index.
@@ -17,6 +18,8 @@ from collections.abc import Iterator, Mapping
 from itertools import repeat
 
 __all__ = ["Postings"]
+
+_SMALL_MAX = 2**31 - 1  # the largest sequence number array("i") holds
 
 
 class Postings(Mapping[int, float]):
@@ -32,11 +35,13 @@ class Postings(Mapping[int, float]):
     __slots__ = ("_seqs", "_values")
 
     def __init__(self) -> None:
-        self._seqs = array("q")
+        self._seqs = array("i")
         self._values: array[float] | None = None
 
     def put(self, seq: int, value: float) -> None:
         """Post ``seq`` with ``value`` (replacing its value if already posted)."""
+        if seq > _SMALL_MAX and self._seqs.typecode != "q":
+            self._seqs = array("q", self._seqs)
         seqs = self._seqs
         if not seqs or seq > seqs[-1]:
             at = len(seqs)
