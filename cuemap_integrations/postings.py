@@ -5,7 +5,12 @@ float object); a memory makes dozens of postings, so the index was most of the s
 Here a posting is 4 bytes of sequence number (8 once one exceeds 2**31 - 1: SQLite's rowids
 count up from 1, so that takes two billion writes) and, unless every value is 1.0 (cues and
 tags), 8 bytes of value. Sequence numbers are kept ascending: new memories have the largest ones, so
-adding is an append; lookups are binary searches. The class is a read-only
+adding is an append; lookups are binary searches. A key held by one memory (most keys of a large
+store: names, numbers, rare words) keeps that memory's sequence number and value in the object's
+own two slots instead of two arrays (80 bytes less): the object switches to the
+:class:`_OnePosting` class on its first posting and back to :class:`Postings` on its second, so
+it stays the same object wherever it is referenced and neither form tests for the other on its
+read paths. The class is a read-only
 :class:`~collections.abc.Mapping` ``seq -> value`` for readers, with :meth:`put` and ``del`` for
 the index.
 """
@@ -16,6 +21,7 @@ from array import array
 from bisect import bisect_left
 from collections.abc import Iterator, Mapping
 from itertools import repeat
+from typing import Any
 
 __all__ = ["Postings"]
 
@@ -40,15 +46,20 @@ class Postings(Mapping[int, float]):
 
     def put(self, seq: int, value: float) -> None:
         """Post ``seq`` with ``value`` (replacing its value if already posted)."""
-        if seq > _SMALL_MAX and self._seqs.typecode != "q":
-            self._seqs = array("q", self._seqs)
         seqs = self._seqs
-        if not seqs or seq > seqs[-1]:
+        if not seqs:
+            _OnePosting.become(self, seq, value)
+            return
+        if seq > seqs[-1]:
             at = len(seqs)
-            seqs.append(seq)
+            try:
+                seqs.append(seq)
+            except OverflowError:  # past 2**31 - 1 (only ever appended): widen, once
+                seqs = self._seqs = array("q", seqs)
+                seqs.append(seq)
         else:
             at = bisect_left(seqs, seq)
-            if at < len(seqs) and seqs[at] == seq:
+            if seqs[at] == seq:
                 self._set_value(at, value, inserted=False)
                 return
             seqs.insert(at, seq)
@@ -100,8 +111,8 @@ class Postings(Mapping[int, float]):
         return len(self._seqs)
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, Postings):
-            return self._seqs == other._seqs and list(self.weights()) == list(other.weights())
+        if isinstance(other, Postings):  # either form
+            return list(self) == list(other) and list(self.weights()) == list(other.weights())
         return super().__eq__(other)
 
     __hash__ = None  # type: ignore[assignment]  # mutable, like a dict
@@ -120,3 +131,71 @@ class Postings(Mapping[int, float]):
     def buffers(self) -> tuple[array[int], array[float] | None]:
         """The raw arrays (values None when all are 1.0), for a zero-copy NumPy view."""
         return self._seqs, self._values
+
+
+class _OnePosting(Postings):
+    """A :class:`Postings` holding one posting: ``_seqs`` is its sequence number and ``_values``
+    its value (None for 1.0). Same slots as :class:`Postings`, so an object can switch class."""
+
+    __slots__ = ()
+
+    @staticmethod
+    def become(postings: Postings, seq: int, value: float) -> None:
+        """Make the empty ``postings`` hold ``seq`` with ``value``, in this form."""
+        postings.__class__ = _OnePosting
+        postings._seqs = seq  # type: ignore[assignment]  # this form's meaning of the slot
+        postings._values = None if value == 1.0 else float(value)  # type: ignore[assignment]
+
+    def _one(self) -> tuple[int, float]:
+        held: Any = self._values
+        return self._seqs, 1.0 if held is None else held  # type: ignore[return-value]
+
+    def _widen(self, seqs: array[int], values: array[float] | None) -> None:
+        """Switch back to the array form, holding ``seqs`` and ``values``."""
+        self.__class__ = Postings  # type: ignore[assignment]  # back to the array form
+        self._seqs, self._values = seqs, values
+
+    def put(self, seq: int, value: float) -> None:
+        """Post ``seq`` with ``value``: a second posting switches to the array form."""
+        own, held = self._one()
+        if seq == own:
+            self._values = None if value == 1.0 else float(value)  # type: ignore[assignment]
+            return
+        self._widen(array("q" if own > _SMALL_MAX else "i", (own,)), None)
+        if held != 1.0:
+            self._values = array("d", (held,))
+        self.put(seq, value)
+
+    def __delitem__(self, seq: int) -> None:
+        if seq != self._one()[0]:
+            raise KeyError(seq)
+        self._widen(array("i"), None)
+
+    def __getitem__(self, seq: int) -> float:
+        own, value = self._one()
+        if seq != own:
+            raise KeyError(seq)
+        return value
+
+    def __contains__(self, seq: object) -> bool:
+        return bool(seq == self._one()[0])
+
+    def __iter__(self) -> Iterator[int]:
+        return iter((self._one()[0],))
+
+    def __len__(self) -> int:
+        return 1
+
+    def pairs(self) -> Iterator[tuple[int, float]]:
+        """The one ``(seq, value)``."""
+        return iter((self._one(),))
+
+    def weights(self) -> Iterator[float]:
+        """The one value."""
+        return iter((self._one()[1],))
+
+    def buffers(self) -> tuple[array[int], array[float] | None]:
+        """Arrays made for the one posting (values None when it is 1.0)."""
+        own, value = self._one()
+        seqs = array("q" if own > _SMALL_MAX else "i", (own,))
+        return seqs, None if value == 1.0 else array("d", (value,))

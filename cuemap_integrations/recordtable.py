@@ -111,7 +111,10 @@ def interned(strings: Iterable[str]) -> tuple[str, ...]:
     """``strings`` as interned ``str`` objects. Cues and terms are the same few words over and
     over, but text processing makes a new string object for each occurrence: one shared object
     each saves their every repeat (about 50 bytes) in rows, index entries and postings keys."""
-    return tuple(map(sys.intern, map(str, strings)))  # str(): intern refuses str subclasses
+    try:
+        return tuple(map(sys.intern, strings))
+    except TypeError:  # intern refuses str subclasses: str() makes them plain strings
+        return tuple(map(sys.intern, map(str, strings)))
 
 
 def _stamp(when: datetime) -> float | datetime:
