@@ -36,6 +36,7 @@ _EXTRA = ("updated_at", "tags", "last_accessed", "access_count", "expires_at", "
 _DEFAULTS: dict[str, Any] = {
     f.name: f.default for f in fields(MemoryRecord) if f.default is not MISSING
 }
+_EXTRA_DEFAULTS = tuple((name, _DEFAULTS[name]) for name in _EXTRA if name != "updated_at")
 
 
 class RecordHead(Protocol):
@@ -130,18 +131,23 @@ def _stamp(when: datetime) -> float | datetime:
 
 def pack(record: MemoryRecord) -> Row:
     """The row of ``record`` (namespace and source strings shared between rows)."""
-    created = record.created_at
-    extra: list[Any] = []
-    for name in _EXTRA:
-        value = getattr(record, name)
-        if value != (created if name == "updated_at" else _DEFAULTS[name]):
+    values = record.__dict__  # every field, read without an attribute lookup each
+    created, updated = values["created_at"], values["updated_at"]
+    extra: list[Any] = [] if updated == created else ["updated_at", updated]
+    for name, default in _EXTRA_DEFAULTS:
+        value = values[name]
+        if value != default:
             extra += (name, value)
-    source = record.source
-    return Row(
+    return tuple.__new__(Row, (  # Row's own __new__ is a Python function: this is the hot path
         record.memory_id, record.content, interned(record.cues), record.type,
-        None if source is None else sys.intern(source), sys.intern(record.namespace),
-        _stamp(created), record.metadata or None, record.cue_origin, tuple(extra),
-    )  # fmt: skip
+        _shared(record.source), _shared(record.namespace), _stamp(created),
+        record.metadata or None, record.cue_origin, tuple(extra),
+    ))  # fmt: skip
+
+
+def _shared(text: str | None) -> Any:
+    """``text`` interned (a str subclass, which intern refuses, is kept as it is)."""
+    return sys.intern(text) if type(text) is str else text
 
 
 def unpack(row: Row) -> MemoryRecord:

@@ -114,7 +114,7 @@ class Threads:
         weight: float,
     ) -> None:
         """Re-index the context of these turns and of the turns within ``span`` of them."""
-        if not span or not weight:
+        if not span or not weight or not self._turns:  # no transcript: no turn has context
             return
         todo: dict[int, None] = {}
         for seq in seqs:

@@ -148,3 +148,20 @@ def test_cues_and_terms_are_one_string_object_each_even_from_str_subclasses() ->
             doc = index.docs[cm._seq_of[("default", memory_id)]]
             assert [t for t in doc.term_names if t == "lake"][0] is key
         assert type(cm.get("w").cues[0]) is str and cm.get("w").cues == ("lake",)
+
+
+def test_str_subclass_source_and_namespace_are_kept() -> None:
+    class Name(str):
+        pass
+
+    record = MemoryRecord(
+        memory_id="m",
+        content="x",
+        created_at=T,
+        updated_at=T,
+        source=Name("s"),
+        namespace=Name("n"),
+    )
+    table = RecordTable()
+    table[1] = record
+    assert table[1] == record and table.row(1).namespace == "n"
