@@ -104,7 +104,9 @@ class Row(NamedTuple):
 
     def is_expired(self, now: datetime) -> bool:
         """True when ``expires_at`` is at or before ``now``."""
-        expires = self.expires_at
+        if not self.extra:  # the usual row: asked for every recall candidate
+            return False
+        expires = self.field("expires_at")
         return expires is not None and expires <= now
 
 
@@ -168,21 +170,35 @@ def unpack(row: Row) -> MemoryRecord:
 
 
 class RecordTable(MutableMapping[int, MemoryRecord]):
-    """``seq -> MemoryRecord``, stored as packed rows, in insertion order like a dict."""
+    """``seq -> MemoryRecord``, stored as packed rows, in insertion order like a dict.
 
-    __slots__ = ("_rows",)
+    The last :data:`RECENT` records read are kept built: one recall reads its hits in each of
+    its passes, then again for notes and access counts."""
+
+    __slots__ = ("_recent", "_rows")
+
+    RECENT = 1024
 
     def __init__(self) -> None:
         self._rows: dict[int, Row] = {}
+        self._recent: dict[int, MemoryRecord] = {}  # oldest first
 
     def __getitem__(self, seq: int) -> MemoryRecord:
-        return unpack(self._rows[seq])
+        record = self._recent.get(seq)
+        if record is None:
+            record = unpack(self._rows[seq])
+            if len(self._recent) >= self.RECENT:
+                del self._recent[next(iter(self._recent))]
+            self._recent[seq] = record
+        return record
 
     def __setitem__(self, seq: int, record: MemoryRecord) -> None:
         self._rows[seq] = pack(record)
+        self._recent.pop(seq, None)
 
     def __delitem__(self, seq: int) -> None:
         del self._rows[seq]
+        self._recent.pop(seq, None)
 
     def __contains__(self, seq: object) -> bool:
         return seq in self._rows

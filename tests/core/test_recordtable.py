@@ -111,11 +111,19 @@ def test_the_table_is_a_mapping_in_insertion_order() -> None:
     assert dict(table) == {5: made[2]}
 
 
-def test_an_empty_metadata_is_a_fresh_dict_each_read() -> None:
+def test_a_read_after_a_write_or_delete_never_sees_the_old_record() -> None:
     table = RecordTable()
-    table[1] = MemoryRecord(memory_id="m", content="x", created_at=T, updated_at=T)
-    table[1].metadata["leak"] = True
-    assert table[1].metadata == {}
+    first = MemoryRecord(memory_id="m", content="x", created_at=T, updated_at=T)
+    table[1] = first
+    assert table[1] is table[1]  # recently read records are kept built
+    table[1] = first.evolve(access_count=3)
+    assert table[1].access_count == 3 and table.row(1).access_count == 3
+    del table[1]
+    assert 1 not in table and table.get(1) is None
+    for seq in range(RecordTable.RECENT + 5):  # more than are kept: the oldest are built again
+        table[seq] = first.evolve(memory_id=f"m{seq}")
+        assert table[seq].memory_id == f"m{seq}"
+    assert [table[seq].memory_id for seq in range(3)] == ["m0", "m1", "m2"]
 
 
 def test_the_index_shares_the_records_cues_and_packs_small_counts() -> None:
