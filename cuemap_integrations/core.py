@@ -251,12 +251,16 @@ class CueMap:
         if index is None:  # not setdefault: that would build an empty index for every memory
             index = self._indexes[record.namespace] = NamespaceIndex()
         self._records[seq] = record
-        # the row's interned cue tuple when the cues are the same: the index shares it
-        own = self._records.row(seq).cues
-        same = len(cues) == len(own) and cues == list(own)
+        # the row's interned cue tuple when the cues are the same, and its creation time when
+        # it was never updated: the index shares these objects instead of copies
+        row = self._records.row(seq)
+        same = len(cues) == len(row.cues) and cues == list(row.cues)
+        updated = record.updated_at.timestamp()
+        if isinstance(row.stamp, float) and row.stamp == updated:
+            updated = row.stamp
         index.add(
-            seq, own if same else cues, record.tags, terms,
-            updated_ts=record.updated_at.timestamp(), type=record.type.value,
+            seq, row.cues if same else cues, record.tags, terms,
+            updated_ts=updated, type=record.type.value,
         )  # fmt: skip
         self._seq_of[(record.namespace, record.memory_id)] = seq
         key = content_key(record, normalize if memo is None else memo.normalized)

@@ -4,15 +4,19 @@ A dict ``{seq: value}`` costs about 100 bytes per posting (hash table slot, over
 float object); a memory makes dozens of postings, so the index was most of the store's memory.
 Here a posting is 4 bytes of sequence number (8 once one exceeds 2**31 - 1: SQLite's rowids
 count up from 1, so that takes two billion writes) and, unless every value is 1.0 (cues and
-tags), 8 bytes of value. Sequence numbers are kept ascending: new memories have the largest ones, so
-adding is an append; lookups are binary searches. A key held by one memory (most keys of a large
-store: names, numbers, rare words) keeps that memory's sequence number and value in the object's
-own two slots instead of two arrays (80 bytes less): the object switches to the
-:class:`_OnePosting` class on its first posting and back to :class:`Postings` on its second, so
-it stays the same object wherever it is referenced and neither form tests for the other on its
-read paths. The class is a read-only
-:class:`~collections.abc.Mapping` ``seq -> value`` for readers, with :meth:`put` and ``del`` for
-the index.
+tags), 4 bytes of value: term frequencies are small integers, exact in a C float, and the values
+widen to 8 bytes once one is not exact (a neighbour-context weight). Sequence numbers are kept
+ascending: new memories have the largest ones, so adding is an append; lookups are binary
+searches.
+
+A key held by one memory (most keys of a large store: names, numbers, rare words) keeps that
+memory's sequence number and value in the object's own two slots instead of two arrays (80 bytes
+less): the object switches to the :class:`_OnePosting` class on its first posting and back to
+:class:`Postings` on its second, so it stays the same object wherever it is referenced and
+neither form tests for the other on its read paths.
+
+The class is a read-only :class:`~collections.abc.Mapping` ``seq -> value`` for readers, with
+:meth:`put` and ``del`` for the index.
 """
 
 from __future__ import annotations
@@ -70,10 +74,13 @@ class Postings(Mapping[int, float]):
         if values is None:
             if value == 1.0:
                 return
-            values = self._values = array("d", repeat(1.0, len(self._seqs) - inserted))
+            values = self._values = array("f", repeat(1.0, len(self._seqs) - inserted))
         if inserted:
             values.insert(at, value)
         else:
+            values[at] = value
+        if values[at] != value:  # not exact in 4 bytes (a context weight): widen to 8, once
+            values = self._values = array("d", values)
             values[at] = value
 
     def _find(self, seq: int) -> int:
@@ -163,7 +170,8 @@ class _OnePosting(Postings):
             return
         self._widen(array("q" if own > _SMALL_MAX else "i", (own,)), None)
         if held != 1.0:
-            self._values = array("d", (held,))
+            values = array("f", (held,))
+            self._values = values if values[0] == held else array("d", (held,))
         self.put(seq, value)
 
     def __delitem__(self, seq: int) -> None:

@@ -8,7 +8,9 @@ from hypothesis import strategies as st
 from cuemap_integrations.postings import Postings
 
 OPS = st.lists(
-    st.tuples(st.booleans(), st.integers(0, 60), st.sampled_from([1.0, 1.0, 2.0, 0.25])),
+    st.tuples(
+        st.booleans(), st.integers(0, 60), st.sampled_from([1.0, 1.0, 2.0, 0.25, 0.1, 1e300])
+    ),
     max_size=80,
 )
 
