@@ -70,9 +70,17 @@ def _distinct(keys: Iterable[str]) -> tuple[str, ...]:
 
 
 def _packed_counts(counts: Iterable[int]) -> bytes | tuple[int, ...]:
-    """Term frequencies as ``bytes`` (they are almost always below 256), else as a tuple."""
+    """Term frequencies as ``bytes`` (they are almost always below 256), else as a tuple. Half
+    of all memories use each of their words once: those share one ``bytes`` per length."""
     values = tuple(counts)
-    return bytes(values) if not values or max(values) < 256 else values
+    top = max(values, default=0)
+    if top >= 256:
+        return values
+    packed = bytes(values)
+    return _ALL_ONES.setdefault(packed, packed) if top == 1 else packed
+
+
+_ALL_ONES: dict[bytes, bytes] = {}  # b"\x01" * n -> itself: as many as distinct lengths
 
 
 class NamespaceIndex:

@@ -137,6 +137,10 @@ def test_the_index_shares_the_records_cues_and_packs_small_counts() -> None:
     index.add(1, ["a"], [], ["w"] * 300 + ["v"])
     assert index.docs[1].term_counts == (300, 1) and index.docs[1].length == 301
     assert dict(index.docs[1].terms) == {"w": 300, "v": 1}
+    index.add(2, [], [], ["p", "q"])
+    index.add(3, [], [], ["r", "s"])
+    assert index.docs[2].term_counts is index.docs[3].term_counts  # all ones: one object
+    assert index.docs[3].term_counts == b"\x01\x01" and index.docs[3].length == 2
 
 
 def test_cues_and_terms_are_one_string_object_each_even_from_str_subclasses() -> None:
