@@ -243,13 +243,23 @@ class CueMap:
         cues = self.aliases.expand([*record.cues, *keys.aliases])
         return cues, list(record.tags), list(keys.terms)
 
-    def _index(self, seq: int, record: MemoryRecord, memo: TextMemo | None = None) -> None:
+    def _index(
+        self, seq: int, record: MemoryRecord, memo: TextMemo | None = None, *, defer: bool = False
+    ) -> None:
+        """Index ``record`` as memory ``seq`` (text keys from a batch's ``memo``); ``defer``: its
+        postings wait for the index's ``flush`` (new memories, in ascending ``seq`` order)."""
         cues, tags, terms = self._index_keys(record, memo)
         index = self._indexes.get(record.namespace)
         if index is None:  # not setdefault: that would build an empty index for every memory
             index = self._indexes[record.namespace] = NamespaceIndex()
         index.add(
-            seq, cues, tags, terms, updated_ts=record.updated_at.timestamp(), type=record.type.value
+            seq,
+            cues,
+            tags,
+            terms,
+            updated_ts=record.updated_at.timestamp(),
+            type=record.type.value,
+            defer=defer,
         )
         self._records[seq] = record
         self._seq_of[(record.namespace, record.memory_id)] = seq
@@ -429,7 +439,9 @@ class CueMap:
             self._unindex(seq)
             self._index(seq, record)
         for seq, record in zip(seqs, plan.new, strict=True):
-            self._index(seq, record, memo)
+            self._index(seq, record, memo, defer=True)
+        for index in self._indexes.values():
+            index.flush()
         self._refresh_context([*seqs, *plan.changed])
         for link in plan.links:
             self._links.add(*link)

@@ -35,7 +35,7 @@ import sys
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from datetime import date
-from itertools import chain, compress, islice
+from itertools import chain, compress, filterfalse, islice
 from operator import not_
 from typing import TypeAlias
 
@@ -571,9 +571,10 @@ def _parts(token: str) -> tuple[str, ...]:
 
 
 def _expand(tokens: Sequence[str]) -> list[str]:
-    # Only identifiers (a separator inside) have parts; most texts have none, and map/any over
-    # the cached test runs in C instead of a Python loop over every token.
-    if not any(map(_is_identifier, tokens)):
+    # Only identifiers (a separator inside) have parts; most texts have none. A scanned token
+    # holds word characters (alphanumeric or "_") and separators, so it is an identifier
+    # exactly when it is not all alphanumeric: one C-level test per token, no cache lookup.
+    if all(map(str.isalnum, tokens)):
         return list(tokens)
     out: list[str] = []
     for token in tokens:
@@ -693,8 +694,11 @@ def query_units(text: str) -> list[str]:
 
 
 def _query_units(text: str) -> list[str]:
+    normalized = normalize(text)
+    if normalized.isascii():  # no CJK run: the units are the Latin tokens (a faster scan, cached)
+        return [_STOP_MARK + t if t in STOP_WORDS else stem(t) for t in _latin_tokens(normalized)]
     units: list[str] = []
-    for ident, cjk in _scan(normalize(text)):
+    for ident, cjk in _scan(normalized):
         if cjk:
             units.extend(cjk)
         elif ident in STOP_WORDS:
@@ -784,7 +788,7 @@ def _is_salient_identifier(token: str) -> bool:
 
 def _identifier_cues(text: str) -> list[str]:
     out: list[str] = []
-    for token in filter(_is_identifier, _latin_tokens(text)):
+    for token in filterfalse(str.isalnum, _latin_tokens(text)):  # identifiers (see _expand)
         if not _is_salient_identifier(token):
             continue
         out.append(token)
@@ -958,9 +962,17 @@ def _first_unique(buckets: Iterable[Iterable[str]], limit: int) -> list[str]:
     return out
 
 
-def _first_valid(buckets: Iterable[Iterable[str]], limit: int) -> list[str]:
-    """:func:`_first_unique` for cues that are already normalized (each loop in C)."""
-    return list(islice(filter(_is_valid_cue, dict.fromkeys(chain.from_iterable(buckets))), limit))
+def _first_valid(buckets: Sequence[Iterable[str]], limit: int, *, worded: int = 0) -> list[str]:
+    """:func:`_first_unique` for cues that are already normalized (each loop in C).
+
+    The last ``worded`` buckets hold only cues with a letter or digit in them: of those only
+    the length is checked, without a Python call per cue. Whether a cue is valid depends on
+    the cue alone, so dropping invalid ones before de-duplicating leaves the same list."""
+    split = len(buckets) - worded
+    words = list(chain.from_iterable(buckets[split:]))
+    short = compress(words, map(_MAX_CUE_CHARS.__ge__, map(len, words)))
+    checked = filter(_is_valid_cue, chain.from_iterable(buckets[:split]))
+    return list(islice(dict.fromkeys(chain(checked, short)), limit))
 
 
 def derive_cues(content: str, *, limit: int = 48) -> list[str]:
@@ -1002,17 +1014,21 @@ def derive_cues(content: str, *, limit: int = 48) -> list[str]:
     rest = _mask(_URL_RE, text, _URL_TRIGGER)
     dates, rest = _date_cues(rest)
     quoted, names = _quoted_cues(text), _name_cues(content)
-    if text.isascii():
+    ascii_text = text.isascii()
+    if ascii_text:
         # Every other cue is then a piece of the normalized ASCII text without spaces (or an
         # ISO date, a number with its unit), which normalize returns unchanged: only quotations
         # (spaces inside) and names (original casing) need normalizing.
         quoted, names = list(map(normalize, quoted)), list(map(normalize, names))
-        first = _first_valid
-    else:
-        first = _first_unique
     buckets = (quoted, _identifier_cues(rest), _url_hosts(text), _number_cues(rest), dates,
                names, _chinese_cues(rest), _salient_cues(rest))  # fmt: skip
-    return first(buckets, limit)
+    if ascii_text:
+        # numbers (digits), dates, names and salient words (alphanumeric words) are worded
+        return _first_valid(buckets, limit, worded=_WORDED_BUCKETS)
+    return _first_unique(buckets, limit)
+
+
+_WORDED_BUCKETS = 5  # the last five of derive_cues' buckets (numbers to salient words)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1131,6 +1147,12 @@ class CueLexicon:
         return start + 1, ()
 
     def _key_of(self, cue: str) -> tuple[str, ...]:
+        if cue.isascii() and cue.isalnum() and cue == cue.lower():
+            # One lower-case ASCII word (most new cues: a name, a number): query_units would
+            # find it whole and stem or mark it; this skips the normalize and scan (and their
+            # cache entries) that bulk ingest otherwise pays for each new cue.
+            unit = _STOP_MARK + cue if cue in STOP_WORDS else stem(cue)
+            return (cue,) if unit == cue else (sys.intern(unit),)
         units = query_units(cue)
         if units == [cue]:
             return (cue,)  # share the string object the reference count already holds

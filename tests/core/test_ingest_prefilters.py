@@ -24,6 +24,7 @@ from cuemap_integrations.config import RecallConfig
 from cuemap_integrations.errors import ValidationError
 from cuemap_integrations.records import MemoryRecord
 from cuemap_integrations.text import normalize, word_stems
+from tests.core.ingest_corpus import FRAGMENTS
 from tests.core.test_ingest_equivalence import ASCII_TEXT, MIXED_TEXT
 
 _SLASH_FREE_ASCII = ASCII_TEXT.map(lambda t: t.replace("/", " "))
@@ -212,3 +213,84 @@ def test_textkeys_examples_run() -> None:
 
     results = doctest.testmod(textkeys)
     assert results.attempted and not results.failed
+
+
+@pytest.mark.parametrize("table", range(len(_TABLES)))
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(MIXED_TEXT, st.lists(_ALIAS_WORDS, max_size=6).map(" ".join)))
+def test_a_phrase_found_in_the_units_passes_its_needs_test(table: int, text: str) -> None:
+    """The word test before a phrase's unit scan is necessary: it never skips a phrase held."""
+    aliases = _TABLES[table]
+    normalized = normalize(text)
+    units = f" {' '.join(text_module.query_units(normalized))} "
+    for _, _, phrase in aliases._probes():
+        if phrase is not None and f" {phrase} " in units:
+            assert aliases._needs[phrase] <= word_stems(normalized)
+
+
+_WORDISH = st.one_of(
+    st.text(alphabet=st.sampled_from("abcxyzAZ019_-' 超é"), min_size=1, max_size=12),
+    st.sampled_from(["the", "was", "on", "one", "running", "caresses", "8001", "v2", "x"]),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_WORDISH)
+def test_a_cue_lexicon_key_is_the_cue_query_units(cue: str) -> None:
+    """The one-word fast path of CueLexicon._key_of gives the key of the general path."""
+    cue = normalize(cue)
+    units = text_module.query_units(cue)
+    expected = (cue,) if units == [cue] else tuple(units)
+    assert text_module.CueLexicon()._key_of(cue) == expected
+
+
+def _scanned_units(normalized: str) -> list[str]:
+    """query_units as it was: every text through the general scan."""
+    units: list[str] = []
+    for ident, cjk in text_module._scan(normalized):
+        if cjk:
+            units.extend(cjk)
+        else:
+            stop = ident in text_module.STOP_WORDS
+            units.append("\x00" + ident if stop else text_module.stem(ident))
+    return units
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(ASCII_TEXT, MIXED_TEXT))
+def test_query_units_of_ascii_text_are_those_of_the_full_scan(text: str) -> None:
+    """ASCII text takes its units from the Latin tokens: the same as from the general scan."""
+    assert text_module._query_units(text) == _scanned_units(normalize(text))
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(ASCII_TEXT, MIXED_TEXT, st.text(max_size=40)))
+def test_a_scanned_token_is_an_identifier_when_not_alphanumeric(text: str) -> None:
+    """_expand and _identifier_cues test tokens with str.isalnum instead of _is_identifier."""
+    normalized = normalize(text)
+    tokens = [*text_module._latin_tokens(normalized), *text_module._latin_tokens(text)]
+    tokens += [ident for ident, _ in text_module._scan(normalized) if ident]
+    for token in tokens:
+        assert text_module._is_identifier(token) is not token.isalnum()
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.one_of(
+        ASCII_TEXT, MIXED_TEXT, st.lists(st.sampled_from(FRAGMENTS), max_size=4).map(" ".join)
+    )
+)
+def test_the_worded_buckets_of_ascii_text_hold_a_letter_or_digit_in_every_cue(text: str) -> None:
+    """derive_cues checks only the length of these cues (_first_valid's ``worded``) when the
+    normalized text is ASCII."""
+    normalized = normalize(text)
+    if not normalized.isascii():
+        return
+    rest = text_module._mask(text_module._URL_RE, normalized, text_module._URL_TRIGGER)
+    dates, rest = text_module._date_cues(rest)
+    names = [normalize(n) for n in text_module._name_cues(text)]
+    worded = [text_module._number_cues(rest), dates, names, text_module._chinese_cues(rest),
+              text_module._salient_cues(rest)]  # fmt: skip
+    assert len(worded) == text_module._WORDED_BUCKETS
+    for cue in (c for bucket in worded for c in bucket):
+        assert cue and any(ch.isalnum() for ch in cue), cue

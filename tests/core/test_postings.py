@@ -39,3 +39,29 @@ def test_values_are_stored_only_once_one_differs_from_one() -> None:
     postings.put(2, 3.0)
     seqs, values = postings.buffers()
     assert list(seqs) == [0, 1, 2, 3, 4] and values is not None and list(values)[2] == 3.0
+
+
+@given(
+    OPS,
+    st.lists(st.tuples(st.integers(0, 90), st.sampled_from([1.0, 1, 2, 0.5])), max_size=30),
+    st.booleans(),
+)
+def test_extend_equals_putting_each(
+    ops: list[tuple[bool, int, float]], batch: list[tuple[int, float]], ones: bool
+) -> None:
+    """A batch of ascending seqs, above the posted ones or not, ends as put one by one would."""
+    extended, put = Postings(), Postings()
+    for is_put, seq, value in ops:
+        for postings in (extended, put):
+            if is_put:
+                postings.put(seq, value)
+            elif seq in postings:
+                del postings[seq]
+    pairs = dict(batch)
+    seqs = sorted(pairs)
+    values = None if ones else [pairs[s] for s in seqs]
+    extended.extend(seqs, values)
+    for seq in seqs:
+        put.put(seq, 1.0 if values is None else pairs[seq])
+    assert list(extended.pairs()) == list(put.pairs())
+    assert (extended.buffers()[1] is None) == (put.buffers()[1] is None)
