@@ -104,6 +104,8 @@ def check_unicode(value: str, field_name: str) -> str:
     Raises:
         ValidationError: ``value`` holds a lone surrogate.
     """
+    if value.isascii():  # a flag CPython keeps on every str: no encoding needed to know
+        return value
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -167,11 +169,13 @@ def _string_tuple(value: object, field_name: str) -> tuple[str, ...]:
 def _plain_strings(items: tuple[object, ...]) -> bool:
     """Whether ``items`` are all exact ``str``, none blank, all valid Unicode: the common case,
     checked with C-level calls instead of a Python loop (a record has dozens of cues)."""
-    if any(type(item) is not str for item in items):
+    if not {str}.issuperset(map(type, items)):
         return False
     strings: tuple[str, ...] = items  # type: ignore[assignment]  # all str, checked just above
     if not all(map(str.strip, strings)):
         return False
+    if all(map(str.isascii, strings)):  # no surrogate in ASCII: nothing to encode
+        return True
     try:  # a str never pairs surrogate code points: one lone surrogate fails the whole encode
         "".join(strings).encode("utf-8")
     except UnicodeEncodeError:

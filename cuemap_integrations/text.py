@@ -241,9 +241,21 @@ _MAX_NORMALIZE_PASSES = 8
 
 
 def _normalize_pass(text: str) -> str:
+    if text.isascii():
+        return _normalize_ascii_pass(text)
     # NFKC again after casefold: casefold can produce sequences that NFKC composes or reorders.
     folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
     return " ".join(folded.translate(_NORMALIZE_TABLE).split())
+
+
+def _normalize_ascii_pass(text: str) -> str:
+    """:func:`_normalize_pass` of ASCII text: NFKC leaves it as is and casefold lower-cases it;
+    of the table only the control characters can occur, so text without any (printable) skips
+    the translation, which cost more than the rest of the pass."""
+    folded = text.lower()
+    if not folded.isprintable():
+        folded = folded.translate(_NORMALIZE_TABLE)
+    return " ".join(folded.split())
 
 
 # Cues, tags, words and queries repeat endlessly: short strings are normalized, stemmed and split
@@ -906,7 +918,10 @@ def _run_cues(run: list[str]) -> list[str]:
 def _name_cues(content: str) -> list[str]:
     # Case matters here, so work on the original text (NFKC and punctuation only, no casefold);
     # code spans and URLs are not names.
-    text = unicodedata.normalize("NFKC", content).translate(_PUNCT_TABLE)
+    if content.isascii():  # NFKC and the punctuation table change only non-ASCII characters
+        text = content
+    else:
+        text = unicodedata.normalize("NFKC", content).translate(_PUNCT_TABLE)
     if "`" in text or _URL_TRIGGER in text:
         text = _CODE_OR_URL_RE.sub(" | ", text)
     text = _drop_apostrophes(text)

@@ -57,8 +57,9 @@ class Threads:
 
     def add(self, seq: int, record: MemoryRecord) -> None:
         thread = thread_of(record)
-        if thread is not None:
-            bisect.insort(self._turns.setdefault(thread, []), seq)
+        if thread is None:  # not a turn, so no speaker either (most memories)
+            return
+        bisect.insort(self._turns.setdefault(thread, []), seq)
         speaker = speaker_of(record)
         if speaker is not None:
             self._speakers.setdefault(record.namespace, {}).setdefault(speaker, set()).add(seq)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import doctest
 import gc
 import re
+import unicodedata
 from datetime import datetime, timezone
 
 import pytest
@@ -294,3 +295,22 @@ def test_the_worded_buckets_of_ascii_text_hold_a_letter_or_digit_in_every_cue(te
     assert len(worded) == text_module._WORDED_BUCKETS
     for cue in (c for bucket in worded for c in bucket):
         assert cue and any(ch.isalnum() for ch in cue), cue
+
+
+def test_ascii_text_is_left_as_is_by_nfkc_and_the_punctuation_table() -> None:
+    """_name_cues skips both for ASCII content."""
+    ascii_chars = "".join(map(chr, range(128)))
+    assert unicodedata.normalize("NFKC", ascii_chars) == ascii_chars
+    assert ascii_chars.translate(text_module._PUNCT_TABLE) == ascii_chars
+
+
+def _general_pass(text: str) -> str:
+    """_normalize_pass as it was, for every text."""
+    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+    return " ".join(folded.translate(text_module._NORMALIZE_TABLE).split())
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(ASCII_TEXT, st.text(alphabet=st.characters(max_codepoint=0x7F), max_size=60)))
+def test_the_ascii_normalize_pass_is_the_general_pass(text: str) -> None:
+    assert text_module._normalize_ascii_pass(text) == _general_pass(text)
