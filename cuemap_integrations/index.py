@@ -188,8 +188,6 @@ class NamespaceIndex:
         _drain(map(list.append, map(pending.seqs[kind].__getitem__, keys), repeat(seq)))
         if values is not None:
             _drain(map(list.append, map(pending.values[kind].__getitem__, keys), values))
-        if kind != "term":
-            (self.cue_lexicon if kind == "cue" else self.tag_lexicon).add_all(keys)
         if self.view is not None:
             for key, value in zip(keys, values or repeat(1.0, len(keys)), strict=True):
                 self.view.put(kind, key, seq, value)
@@ -200,6 +198,9 @@ class NamespaceIndex:
         if pending is None:
             return
         for kind, seqs_of in pending.seqs.items():
+            if kind != "term":  # a memory posts a cue (tag) once: one reference per seq
+                lexicon = self.cue_lexicon if kind == "cue" else self.tag_lexicon
+                lexicon.add_counted((key, len(seqs)) for key, seqs in seqs_of.items())
             table, values_of = self._tables[kind], pending.values[kind]
             for key, seqs in seqs_of.items():  # keys in the order they were first posted
                 bucket = table.get(key)

@@ -583,6 +583,8 @@ class _Walk:
         self.dropped = False
 
     def text(self, value: str) -> str:
+        if not _find(value, self.policy):  # most keys and values: nothing to report or merge
+            return value
         report = redact(value, self.policy)
         _merge(self.counts, report.counts)
         self.dropped = self.dropped or report.dropped

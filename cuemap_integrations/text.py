@@ -50,6 +50,7 @@ __all__ = [
     "normalize",
     "query_units",
     "stem",
+    "stems_and_terms",
     "word_stems",
     "words",
 ]
@@ -616,6 +617,27 @@ def word_stems(normalized: str) -> set[str]:
     return set(map(stem, _words_of(normalized)))
 
 
+def stems_and_terms(normalized: str) -> tuple[set[str], list[str]]:
+    """``(word_stems(normalized), content_terms(normalized))``, computed together.
+
+    In ASCII text whose tokens are all plain words (no identifier, so no parts), the words are
+    the tokens and a token's terms are its stem unless it is a stop word: one stem lookup per
+    token serves both, where the two functions look up each token in a cache of their own.
+
+    Args:
+        normalized: the output of :func:`normalize`.
+
+    Returns:
+        The stem set and the term list.
+    """
+    tokens = _latin_tokens(normalized)
+    if normalized.isascii() and all(map(str.isalnum, tokens)):
+        stems = list(map(stem, tokens))
+        kept = compress(stems, map(not_, map(STOP_WORDS.__contains__, tokens)))
+        return set(stems), list(kept)
+    return word_stems(normalized), content_terms(normalized)
+
+
 def words(text: str) -> list[str]:
     """Latin and number tokens of ``text`` in order, duplicates kept (for term frequency).
 
@@ -1104,6 +1126,18 @@ class CueLexicon:
         self._refs[norm] = count + 1
         if count == 0:
             self._insert(norm)
+
+    def add_counted(self, counted: Iterable[tuple[str, int]]) -> None:
+        """Add ``n`` references to each already normalized ``cue`` of ``(cue, n)`` (``n >= 1``):
+        what :meth:`add_all` of a batch's cues does, one step per distinct cue."""
+        refs = self._refs
+        for cue, n in counted:
+            count = refs.get(cue)
+            if count is not None:
+                refs[cue] = count + n
+            elif cue:
+                refs[cue] = n
+                self._insert(cue)
 
     def add_all(self, cues: Iterable[str]) -> None:
         """:meth:`add` each of these already normalized cues (the index's bulk path)."""

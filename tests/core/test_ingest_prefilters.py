@@ -314,3 +314,15 @@ def _general_pass(text: str) -> str:
 @given(st.one_of(ASCII_TEXT, st.text(alphabet=st.characters(max_codepoint=0x7F), max_size=60)))
 def test_the_ascii_normalize_pass_is_the_general_pass(text: str) -> None:
     assert text_module._normalize_ascii_pass(text) == _general_pass(text)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.one_of(
+        ASCII_TEXT, MIXED_TEXT, st.lists(st.sampled_from(FRAGMENTS), max_size=3).map(" ".join)
+    )
+)
+def test_stems_and_terms_are_word_stems_and_content_terms(text: str) -> None:
+    normalized = normalize(text)
+    expected = (word_stems(normalized), text_module.content_terms(normalized))
+    assert text_module.stems_and_terms(normalized) == expected
