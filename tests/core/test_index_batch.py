@@ -7,7 +7,9 @@ from hypothesis import strategies as st
 
 from cuemap_integrations.index import NamespaceIndex
 
-KEYS = st.lists(st.sampled_from(["order", "cache", "db", "caroline", "超时", "x y", ""]), max_size=5)
+KEYS = st.lists(
+    st.sampled_from(["order", "cache", "db", "caroline", "超时", "x y", ""]), max_size=5
+)
 DOCS = st.lists(st.tuples(KEYS, KEYS, KEYS), max_size=12)
 
 
