@@ -55,8 +55,13 @@ def content_key(record: MemoryRecord, normalized: Callable[[str], str] = normali
     A digest rather than the text: the store keeps one key per memory, and the normalized text
     cost as much memory as the content itself; a chance collision needs about 2**64 memories.
     """
-    text = normalized(record.content).encode("utf-8", "surrogatepass")
-    return record.namespace, hashlib.blake2b(text, digest_size=16).digest()
+    return record.namespace, content_digest(normalized(record.content))
+
+
+def content_digest(normalized_content: str) -> bytes:
+    """The digest part of :func:`content_key`, from the already normalized content."""
+    text = normalized_content.encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(text, digest_size=16).digest()
 
 
 @dataclass
@@ -89,15 +94,15 @@ def plan_writes(
     dedupe: bool,
     conflict_types: frozenset[str],
     conflict_overlap: float,
-    normalized: Callable[[str], str] = normalize,
+    key_of: Callable[[MemoryRecord], ContentKey] = content_key,
 ) -> WritePlan:
     """Plan a batch; ``records`` pairs each record with "its id was given by the caller"
-    (``normalized``: :func:`normalize`, or a memo of it for the batch's contents)."""
+    (``key_of``: :func:`content_key`, or a memo of it for the batch's contents)."""
     plan = WritePlan()
     batch: dict[ContentKey, MemoryRecord] = {}
     ids: set[tuple[str, str]] = set()
     for record, explicit_id in records:
-        key = content_key(record, normalized)
+        key = key_of(record)
         existing = _duplicate_of(key, explicit_id, view, batch) if dedupe else None
         if existing is not None:
             seq = view.seq_of(existing.namespace, existing.memory_id)

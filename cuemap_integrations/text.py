@@ -970,7 +970,9 @@ def _is_salient_word(word: str) -> bool:
 
 
 def _salient_cues(text: str) -> list[str]:
-    return list(filter(_is_salient_word, _words_of(text)))
+    # A stop word is never salient: a set lookup drops the many stop words before the cached
+    # test (a bounded cache's hit costs several times a set lookup).
+    return list(filter(_is_salient_word, filterfalse(STOP_WORDS.__contains__, _words_of(text))))
 
 
 def _is_valid_cue(cue: str) -> bool:

@@ -15,6 +15,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from .aliases import AliasTable
+from .lifecycle import ContentKey, content_digest
+from .records import MemoryRecord
 from .text import normalize, stems_and_terms
 
 __all__ = ["TextKeys", "TextMemo", "text_keys"]
@@ -47,6 +49,7 @@ class TextMemo:
     def __init__(self, aliases: AliasTable) -> None:
         self._aliases = aliases
         self._keys: dict[str, TextKeys] = {}
+        self._digests: dict[str, bytes] = {}
 
     def keys(self, content: str) -> TextKeys:
         """The text keys of ``content``, computed on first use."""
@@ -58,3 +61,11 @@ class TextMemo:
     def normalized(self, content: str) -> str:
         """``normalize(content)``, from the memo."""
         return self.keys(content).normalized
+
+    def content_key(self, record: MemoryRecord) -> ContentKey:
+        """:func:`~.lifecycle.content_key` of ``record``, its digest computed once per content
+        (planning and indexing both need it)."""
+        digest = self._digests.get(record.content)
+        if digest is None:
+            digest = self._digests[record.content] = content_digest(self.normalized(record.content))
+        return record.namespace, digest

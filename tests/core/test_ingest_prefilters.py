@@ -23,8 +23,10 @@ from cuemap_integrations import text as text_module
 from cuemap_integrations.aliases import AliasTable
 from cuemap_integrations.config import RecallConfig
 from cuemap_integrations.errors import ValidationError
+from cuemap_integrations.lifecycle import content_key
 from cuemap_integrations.records import MemoryRecord
 from cuemap_integrations.text import normalize, word_stems
+from cuemap_integrations.textkeys import TextMemo
 from tests.core.ingest_corpus import FRAGMENTS
 from tests.core.test_ingest_equivalence import ASCII_TEXT, MIXED_TEXT
 
@@ -326,3 +328,15 @@ def test_stems_and_terms_are_word_stems_and_content_terms(text: str) -> None:
     normalized = normalize(text)
     expected = (word_stems(normalized), text_module.content_terms(normalized))
     assert text_module.stems_and_terms(normalized) == expected
+
+
+def test_no_stop_word_is_salient() -> None:
+    """_salient_cues drops stop words before _is_salient_word."""
+    assert not any(map(text_module._is_salient_word.__wrapped__, text_module.STOP_WORDS))
+
+
+def test_the_memo_content_key_is_content_key() -> None:
+    memo = TextMemo(AliasTable(RecallConfig().aliases))
+    for text in FRAGMENTS[:-1]:
+        record = MemoryRecord(memory_id="m", content=text, created_at=_T, updated_at=_T)
+        assert memo.content_key(record) == content_key(record) == memo.content_key(record)
