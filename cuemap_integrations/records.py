@@ -172,7 +172,7 @@ def _plain_strings(items: tuple[object, ...]) -> bool:
     if not {str}.issuperset(map(type, items)):
         return False
     strings: tuple[str, ...] = items  # type: ignore[assignment]  # all str, checked just above
-    if not all(map(str.strip, strings)):
+    if not all(strings) or any(map(str.isspace, strings)):  # strip() empty, without copies
         return False
     if all(map(str.isascii, strings)):  # no surrogate in ASCII: nothing to encode
         return True

@@ -340,3 +340,24 @@ def test_the_memo_content_key_is_content_key() -> None:
     for text in FRAGMENTS[:-1]:
         record = MemoryRecord(memory_id="m", content=text, created_at=_T, updated_at=_T)
         assert memo.content_key(record) == content_key(record) == memo.content_key(record)
+
+
+_SECRETISH = st.lists(
+    st.sampled_from(
+        [*FRAGMENTS, "_", "ghp_", "_live_", "sk_test_abcdefghijklmnop1234", "hf_", "npm_", "密码",
+         "api", "令牌", "是 abcdefgh", "=", " ", "x" * 36, "A" * 16]
+    ),
+    max_size=6,
+).map("".join)  # fmt: skip
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(_SECRETISH, MIXED_TEXT))
+def test_the_rules_kept_for_a_text_screen_it_as_all_rules_do(text: str) -> None:
+    """_may_match tries only the triggers that can occur in the text (ASCII, "_")."""
+    assert redact_module._may_match(text) is (redact_module._SCREEN.search(text) is not None)
+    kept = redact_module._RULES_FOR[text.isascii(), "_" in text]
+    folded = redact_module._folded(text)
+    for pattern, triggers, nocase, _ in redact_module._RULES:
+        dropped = set(triggers) - {t for p, ts, _, _ in kept if p is pattern for t in ts}
+        assert not any(t in (folded if nocase else text) for t in dropped)
