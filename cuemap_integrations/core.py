@@ -181,8 +181,9 @@ class CueMap:
         self._listeners: list[WriteListener] = []
         self._threads = Threads()  # transcript turns, in order
         self.extension: RecallExtension | None = None  # e.g. the hybrid dense fallback
-        for seq, record in self._store.load():
-            self._index(seq, record)
+        for seq, record in self._store.load():  # in seq order: postings can wait for a flush
+            self._index(seq, record, defer=True)
+        self._flush_postings()
         self._refresh_context(list(self._records))
         for namespace, from_id, to_id, kind in self._store.load_links():
             self._links.add(namespace, from_id, to_id, kind)
@@ -268,6 +269,11 @@ class CueMap:
         if record.key is not None and record.superseded_by is None:
             self._by_key[(record.namespace, record.key)] = seq
         self._threads.add(seq, record)
+
+    def _flush_postings(self) -> None:
+        """Post what ``_index(..., defer=True)`` left waiting (before the index is read)."""
+        for index in self._indexes.values():
+            index.flush()
 
     def _neighbours(self, seq: int) -> list[int]:
         """The turns next to ``seq`` in its transcript thread (none for other memories)."""
@@ -440,8 +446,7 @@ class CueMap:
             self._index(seq, record)
         for seq, record in zip(seqs, plan.new, strict=True):
             self._index(seq, record, memo, defer=True)
-        for index in self._indexes.values():
-            index.flush()
+        self._flush_postings()
         self._refresh_context([*seqs, *plan.changed])
         for link in plan.links:
             self._links.add(*link)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cuemap_integrations import CueMap
 from cuemap_integrations.index import NamespaceIndex
 
 KEYS = st.lists(
@@ -44,3 +47,19 @@ def test_a_deferred_batch_equals_adding_one_by_one(
                 index.remove(removed)
     deferred.flush()
     assert _state(deferred) == _state(direct)
+
+
+def test_a_reopened_store_indexes_as_one_by_one(tmp_path: Path) -> None:
+    """Opening a store defers its postings too; check() compares with a one-by-one rebuild."""
+    path = tmp_path / "s.db"
+    with CueMap(path) as cm:
+        cm.add_many(
+            [{"content": f"order {i} cache Caroline", "memory_id": f"m{i}"} for i in range(30)]
+        )
+        cm.add_many([{"content": f"turn {i} about the db", "memory_id": f"t{i}", "type": "event",
+                      "metadata": {"session_id": "s1"}} for i in range(6)])  # fmt: skip
+        cm.delete("m3")
+        before = [h.memory_id for h in cm.recall("order cache caroline db", k=12)]
+    with CueMap(path) as reopened:
+        assert reopened.check() == []
+        assert [h.memory_id for h in reopened.recall("order cache caroline db", k=12)] == before
