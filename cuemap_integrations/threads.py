@@ -115,7 +115,7 @@ class Threads:
         weight: float,
     ) -> None:
         """Re-index the context of these turns and of the turns within ``span`` of them."""
-        if not span or not weight:
+        if not span or not weight or not self._turns:  # no transcript: no context to refresh
             return
         todo: dict[int, None] = {}
         for seq in seqs:
