@@ -898,10 +898,12 @@ def _is_common(word: str) -> bool:
 
 def _capitalized_runs(text: str) -> list[list[str]]:
     """Maximal runs of name words separated only by spaces or tabs (not newlines)."""
+    if text.isascii() and "/" not in text:
+        return _ascii_name_runs(text)
     # split() with the identifier pattern as its one group gives [gap, token, gap, token, ...]
     # (the same matches as finditer), so gaps[i] is the text between tokens i - 1 and i.
     if text.isascii():
-        pieces = _ascii_id_re(text, _ASCII_ID_SPLIT_RE, _ASCII_NO_SLASH_SPLIT_RE).split(text)
+        pieces = _ASCII_ID_SPLIT_RE.split(text)
     else:
         pieces = _ID_SPLIT_RE.split(text)
     tokens, gaps = pieces[1::2], pieces[0::2]
@@ -922,6 +924,35 @@ def _capitalized_runs(text: str) -> list[list[str]]:
         last = i
     if current:
         runs.append(current)
+    return runs
+
+
+# An alphanumeric token of ASCII text without "/" that starts with a capital or a digit (a name
+# word is Capitalized or an acronym such as "2FA"): the whole token, so neither a word character
+# nor a separator joined to one may sit on either side (the same boundaries as _ASCII_NO_SLASH,
+# which makes "a-Foo" one identifier). The first character comes first and the lookbehinds look
+# back over it, so the engine jumps between capitals and digits instead of trying every position.
+_NAME_TOKEN = (
+    f"[A-Z0-9](?<!{_AW}[A-Z0-9])(?<!{_AW}[-.:@][A-Z0-9])[A-Za-z0-9]*(?!{_AW})(?![-.:@]{_AW})"
+)
+_NAME_RUN_RE = re.compile(f"{_NAME_TOKEN}(?:[ \t]+{_NAME_TOKEN})*")
+
+
+def _ascii_name_runs(text: str) -> list[list[str]]:
+    """:func:`_capitalized_runs` of ASCII text without "/", from candidate runs instead of every
+    token: tokens that could be name words, separated by spaces or tabs only. Any other token
+    between two of them would end a run anyway; a candidate that is no name word ends it too."""
+    runs: list[list[str]] = []
+    for match in _NAME_RUN_RE.finditer(text):
+        current: list[str] = []
+        for token in match.group().split():
+            if _is_name_word(token):
+                current.append(token)
+            elif current:
+                runs.append(current)
+                current = []
+        if current:
+            runs.append(current)
     return runs
 
 

@@ -361,3 +361,41 @@ def test_the_rules_kept_for_a_text_screen_it_as_all_rules_do(text: str) -> None:
     for pattern, triggers, nocase, _ in redact_module._RULES:
         dropped = set(triggers) - {t for p, ts, _, _ in kept if p is pattern for t in ts}
         assert not any(t in (folded if nocase else text) for t in dropped)
+
+
+def _capitalized_runs_before(text: str) -> list[list[str]]:
+    """_capitalized_runs as it was: every token of the split, with the gaps between them."""
+    pieces = text_module._ID_SPLIT_RE.split(text)
+    tokens, gaps = pieces[1::2], pieces[0::2]
+    runs: list[list[str]] = []
+    current: list[str] = []
+    last = -2
+    for i, token in enumerate(tokens):
+        if not text_module._is_name_word(token):
+            continue
+        if current and (i != last + 1 or not gaps[i] or gaps[i].strip(" \t")):
+            runs.append(current)
+            current = []
+        current.append(token)
+        last = i
+    if current:
+        runs.append(current)
+    return runs
+
+
+_NAMEISH = st.lists(
+    st.sampled_from(
+        ["Caroline", "New", "York", "API", "2FA", "3M", "GB", "10", "iPhone", "McDonald", "the",
+         "a", "X", "Foo", "bar", "_", "-", "--", ".", ":", "@", "'", ",", " ", "  ", "\t", "\n",
+         "May", "EC2", "x"]
+    ),
+    max_size=12,
+).map("".join)  # fmt: skip
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.one_of(_NAMEISH, ASCII_TEXT, MIXED_TEXT))
+def test_name_runs_from_candidates_are_those_of_every_token(text: str) -> None:
+    """The candidate-run regex of ASCII text finds the runs the token-by-token scan finds."""
+    text = text_module._drop_apostrophes(text)
+    assert text_module._capitalized_runs(text) == _capitalized_runs_before(text)
