@@ -187,7 +187,9 @@ def validate_memory_id(value: object, field_name: str = "memory_id") -> str:
     """Return a valid memory id or raise ValidationError."""
     if not isinstance(value, str) or not value.strip():
         raise ValidationError(field_name, value, "a non-empty string")
-    if len(value) > _MAX_ID_LEN or _ID_FORBIDDEN.search(value):
+    # printable ASCII has none of _ID_FORBIDDEN's characters: most ids skip the search
+    forbidden = not (value.isascii() and value.isprintable()) and _ID_FORBIDDEN.search(value)
+    if len(value) > _MAX_ID_LEN or forbidden:
         raise ValidationError(
             field_name, value, f"at most {_MAX_ID_LEN} characters, no control characters"
         )
@@ -204,7 +206,7 @@ def validate_content(value: object) -> str:
     ValidationError."""
     if not isinstance(value, str):
         raise ValidationError("content", value, "a string")
-    if not value.strip():
+    if not value or value.isspace():  # what strip() would leave empty, without the copy
         raise ValidationError("content", value, "non-empty text")
     if "\x00" in value:
         raise ValidationError("content", value[:40], "text without NUL characters")

@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cuemap_integrations import CueMap
+from cuemap_integrations import records as records_module
 from cuemap_integrations import redact as redact_module
 from cuemap_integrations import text as text_module
 from cuemap_integrations.aliases import AliasTable
@@ -399,3 +400,13 @@ def test_name_runs_from_candidates_are_those_of_every_token(text: str) -> None:
     """The candidate-run regex of ASCII text finds the runs the token-by-token scan finds."""
     text = text_module._drop_apostrophes(text)
     assert text_module._capitalized_runs(text) == _capitalized_runs_before(text)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(ASCII_TEXT, MIXED_TEXT, st.text(max_size=10)))
+def test_id_and_content_checks_agree_with_the_regex_and_strip(text: str) -> None:
+    """validate_memory_id skips the control-character search for printable ASCII;
+    validate_content tests blankness with isspace() instead of strip()."""
+    if text.isascii() and text.isprintable():
+        assert records_module._ID_FORBIDDEN.search(text) is None
+    assert (not text or text.isspace()) is (not text.strip())
