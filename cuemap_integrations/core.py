@@ -338,22 +338,24 @@ class CueMap:
             memory_id = self._new_id(namespace, content, taken)
         created = coerce_timestamp(options.get("created_at") or now, "created_at")
         kind = MemoryType.coerce(options.get("type", MemoryType.NOTE))
-        return MemoryRecord(
-            memory_id=memory_id,
-            content=content,
-            cues=cues,
-            tags=normalized_list(options.get("tags"), "tags"),
-            type=kind,
-            source=options.get("source"),
-            namespace=namespace,
-            created_at=created,
-            updated_at=options.get("updated_at") or created,
-            expires_at=options.get("expires_at") or self._ttl_expiry(kind, created),
-            supersedes=options.get("supersedes"),
-            key=options.get("key"),
-            metadata=options.get("metadata") or {},
-            cue_origin=origin,
-        )
+        values = {
+            "memory_id": memory_id,
+            "content": content,
+            "cues": cues,
+            "tags": normalized_list(options.get("tags"), "tags"),
+            "type": kind,
+            "source": options.get("source"),
+            "namespace": namespace,
+            "created_at": created,
+            "updated_at": options.get("updated_at") or created,
+            "expires_at": options.get("expires_at") or self._ttl_expiry(kind, created),
+            "supersedes": options.get("supersedes"),
+            "key": options.get("key"),
+            "metadata": options.get("metadata") or {},
+            "cue_origin": origin,
+        }
+        # content and namespace were validated above, and derived cues are valid by construction
+        return MemoryRecord._prevalidated(values, cues_checked=origin == "derived")
 
     def _ttl_expiry(self, kind: MemoryType, created: datetime) -> datetime | None:
         days = self.config.ttl_days.get(kind.value)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import MISSING, dataclass, field, fields, replace
 from datetime import datetime, timezone
 from enum import Enum
 from typing import Any, Literal
@@ -261,6 +261,28 @@ class MemoryRecord:
         put(self, "memory_id", validate_memory_id(self.memory_id))
         put(self, "namespace", validate_namespace(self.namespace))
         put(self, "cues", _string_tuple(self.cues, "cues"))
+        self._check_from_tags()
+
+    @classmethod
+    def _prevalidated(cls, values: Mapping[str, Any], *, cues_checked: bool) -> MemoryRecord:
+        """The record ``cls(**values)`` would be, for values whose ``content`` and ``namespace``
+        (and, with ``cues_checked``, ``cues``) the caller has already put through this module's
+        own checks (``CueMap._build``); the other fields are checked in ``__post_init__``'s
+        order, so an invalid one raises the same error. Bulk ingest builds every record this
+        way: the checks it skips and the frozen dataclass's field-by-field set-up were about
+        half of a record's construction."""
+        record = object.__new__(cls)
+        object.__setattr__(record, "__dict__", dict(_FIELD_TEMPLATE, **values))  # field order
+        put = object.__setattr__
+        put(record, "memory_id", validate_memory_id(record.memory_id))
+        if not cues_checked:
+            put(record, "cues", _string_tuple(record.cues, "cues"))
+        record._check_from_tags()
+        return record
+
+    def _check_from_tags(self) -> None:
+        """``__post_init__``'s checks from ``tags`` on."""
+        put = object.__setattr__
         put(self, "tags", _string_tuple(self.tags, "tags"))
         put(self, "type", MemoryType.coerce(self.type))
         put(self, "created_at", coerce_timestamp(self.created_at, "created_at"))
@@ -333,3 +355,8 @@ class MemoryRecord:
 
 
 RECORD_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(MemoryRecord))
+# Every field in declaration order, with its default (None for the required ones and for
+# metadata, which __post_init__ turns into {}): MemoryRecord._prevalidated's starting point.
+_FIELD_TEMPLATE: dict[str, Any] = {
+    f.name: None if f.default is MISSING else f.default for f in fields(MemoryRecord)
+}

@@ -25,7 +25,7 @@ from cuemap_integrations.aliases import AliasTable
 from cuemap_integrations.config import RecallConfig
 from cuemap_integrations.errors import ValidationError
 from cuemap_integrations.lifecycle import content_key
-from cuemap_integrations.records import MemoryRecord
+from cuemap_integrations.records import MemoryRecord, MemoryType
 from cuemap_integrations.text import normalize, word_stems
 from cuemap_integrations.textkeys import TextMemo
 from tests.core.ingest_corpus import FRAGMENTS
@@ -408,3 +408,57 @@ def test_id_and_content_checks_agree_with_the_regex_and_strip(text: str) -> None
     if text.isascii() and text.isprintable():
         assert records_module._ID_FORBIDDEN.search(text) is None
     assert (not text or text.isspace()) is (not text.strip())
+
+
+_ANY = st.one_of(
+    st.none(), st.text(max_size=6), st.sampled_from(["", " ", "a\x00b", "\ud800", "x" * 300]),
+    st.integers(-1, 2), st.just(_T), st.just(datetime(2026, 1, 2)), st.lists(st.text(max_size=4),
+    max_size=3), st.just({"k": [1, 2.5, "v"]}), st.just({1: "bad key"}), st.just(float("nan")),
+)  # fmt: skip
+_ABSENT = object()
+_VALID = {
+    "memory_id": ["m", "id-2", "x" * 256], "cues": [["port", "api"], ("8001",), []],
+    "tags": [["ops"], (), ["a", "b"]], "type": ["fact", MemoryType.EVENT, " Note "],
+    "source": ["chat", None], "created_at": [_T, "2026-01-02T03:04:05+02:00"],
+    "updated_at": [_T, "2026-01-02T03:04:05Z"], "expires_at": [None, _T],
+    "supersedes": [None, "old-1"], "key": [None, "user.name"],
+    "metadata": [{}, {"i": 1, "s": ["a", 2.5]}, None], "cue_origin": ["given", "derived"],
+}  # fmt: skip
+_VALUES = st.tuples(
+    st.fixed_dictionaries(
+        {name: st.one_of(st.just(_ABSENT), st.sampled_from(ok)) for name, ok in _VALID.items()}
+    ),
+    st.one_of(st.none(), st.tuples(st.sampled_from(sorted(_VALID)), _ANY)),  # one odd field
+).map(
+    lambda drawn: {
+        k: v for k, v in {**drawn[0], **dict([drawn[1]] if drawn[1] else [])}.items()
+        if v is not _ABSENT
+    }
+)  # fmt: skip
+
+
+@settings(max_examples=1000, deadline=None)
+@given(_VALUES, st.booleans())
+def test_a_prevalidated_record_is_the_record_the_constructor_makes(
+    values: dict[str, object], derived: bool
+) -> None:
+    """MemoryRecord._prevalidated gives the record (or the error) of MemoryRecord(**values)."""
+    values = {"memory_id": "m", "created_at": _T, "updated_at": _T, **values}
+    values.update(content="The API uses port 8001", namespace="default")
+    if derived:  # the caller vouches for the cues
+        values["cues"] = ("api", "8001")
+    try:
+        expected: MemoryRecord | tuple[str, object] = MemoryRecord(**values)  # type: ignore[arg-type]
+    except ValidationError as error:
+        expected = (error.field, error.value)
+    try:
+        got: MemoryRecord | tuple[str, object] = MemoryRecord._prevalidated(
+            values, cues_checked=derived
+        )
+    except ValidationError as error:
+        got = (error.field, error.value)
+    if isinstance(expected, MemoryRecord):
+        assert isinstance(got, MemoryRecord)
+        assert list(vars(got).items()) == list(vars(expected).items())
+    else:
+        assert got == expected or (got[1] != got[1] and expected[1] != expected[1])  # NaN
