@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .text import CueLexicon, is_cjk, normalize, query_units
+from .text import CueLexicon, is_cjk, normalize, query_units, stem
 
 __all__ = ["AliasTable"]
 
@@ -30,6 +30,7 @@ class AliasTable:
         self._lexicon = CueLexicon()
         self._probe_cache: list[tuple[str, str | None, str | None]] | None = None
         self._firsts: frozenset[str] = frozenset()  # set with _probe_cache (see _summarize)
+        self._needs: dict[str, frozenset[str]] = {}
         self._has_cjk = self._always = False
         for group in groups:
             self.add_group(group)
@@ -68,7 +69,7 @@ class AliasTable:
                 hit = key in stems
             elif phrase is None:
                 hit = cjk_possible and term in normalized
-            elif phrase.split()[0] in stems or phrase.split()[0].startswith("\x00"):
+            elif self._needs[phrase] <= stems:
                 if units is None:
                     units = " " + " ".join(query_units(normalized)) + " "
                 hit = f" {phrase} " in units
@@ -103,6 +104,14 @@ class AliasTable:
         firsts = [key for _, key, _ in probes if key is not None]
         firsts += [phrase.split()[0] for _, _, phrase in probes if phrase is not None]
         self._firsts = frozenset(firsts)
+        # A phrase's units occur in a text only if each of its words does (a stop word is
+        # marked in the units, but its stem is among the text's stems all the same): a
+        # necessary test that spares the unit scan of most texts with "time" or "back" in them.
+        self._needs = {
+            phrase: frozenset(stem(u[1:]) if u.startswith("\x00") else u for u in phrase.split())
+            for _, _, phrase in probes
+            if phrase is not None
+        }
         self._has_cjk = any(key is None and phrase is None for _, key, phrase in probes)
         self._always = any(first.startswith("\x00") for first in firsts)
 

@@ -183,8 +183,9 @@ class CueMap:
         self._listeners: list[WriteListener] = []
         self._threads = Threads()  # transcript turns, in order
         self.extension: RecallExtension | None = None  # e.g. the hybrid dense fallback
-        for seq, record in self._store.load():
-            self._index(seq, record)
+        for seq, record in self._store.load():  # in seq order: postings can wait for a flush
+            self._index(seq, record, defer=True)
+        self._flush_postings()
         self._refresh_context(list(self._records))
         for namespace, from_id, to_id, kind in self._store.load_links():
             self._links.add(namespace, from_id, to_id, kind)
@@ -245,7 +246,11 @@ class CueMap:
         cues = self.aliases.expand([*record.cues, *keys.aliases])
         return cues, list(record.tags), list(keys.terms)
 
-    def _index(self, seq: int, record: MemoryRecord, memo: TextMemo | None = None) -> None:
+    def _index(
+        self, seq: int, record: MemoryRecord, memo: TextMemo | None = None, *, defer: bool = False
+    ) -> None:
+        """Index ``record`` as memory ``seq`` (text keys from a batch's ``memo``); ``defer``: its
+        postings wait for the index's ``flush`` (new memories, in ascending ``seq`` order)."""
         cues, _, terms = self._index_keys(record, memo)
         index = self._indexes.get(record.namespace)
         if index is None:  # not setdefault: that would build an empty index for every memory
@@ -260,7 +265,7 @@ class CueMap:
             updated = row.stamp
         index.add(
             seq, row.cues if same else cues, record.tags, terms,
-            updated_ts=updated, type=record.type.value,
+            updated_ts=updated, type=record.type.value, defer=defer,
         )  # fmt: skip
         self._seq_of[(record.namespace, record.memory_id)] = seq
         key = content_key(record, normalize if memo is None else memo.normalized)
@@ -268,6 +273,11 @@ class CueMap:
         if record.key is not None and record.superseded_by is None:
             self._by_key[(record.namespace, record.key)] = seq
         self._threads.add(seq, record)
+
+    def _flush_postings(self) -> None:
+        """Post what ``_index(..., defer=True)`` left waiting (before the index is read)."""
+        for index in self._indexes.values():
+            index.flush()
 
     def _neighbours(self, seq: int) -> list[int]:
         """The turns next to ``seq`` in its transcript thread (none for other memories)."""
@@ -328,22 +338,24 @@ class CueMap:
             memory_id = self._new_id(namespace, content, taken)
         created = coerce_timestamp(options.get("created_at") or now, "created_at")
         kind = MemoryType.coerce(options.get("type", MemoryType.NOTE))
-        return MemoryRecord(
-            memory_id=memory_id,
-            content=content,
-            cues=cues,
-            tags=normalized_list(options.get("tags"), "tags"),
-            type=kind,
-            source=options.get("source"),
-            namespace=namespace,
-            created_at=created,
-            updated_at=options.get("updated_at") or created,
-            expires_at=options.get("expires_at") or self._ttl_expiry(kind, created),
-            supersedes=options.get("supersedes"),
-            key=options.get("key"),
-            metadata=options.get("metadata") or {},
-            cue_origin=origin,
-        )
+        values = {
+            "memory_id": memory_id,
+            "content": content,
+            "cues": cues,
+            "tags": normalized_list(options.get("tags"), "tags"),
+            "type": kind,
+            "source": options.get("source"),
+            "namespace": namespace,
+            "created_at": created,
+            "updated_at": options.get("updated_at") or created,
+            "expires_at": options.get("expires_at") or self._ttl_expiry(kind, created),
+            "supersedes": options.get("supersedes"),
+            "key": options.get("key"),
+            "metadata": options.get("metadata") or {},
+            "cue_origin": origin,
+        }
+        # content and namespace were validated above, and derived cues are valid by construction
+        return MemoryRecord._prevalidated(values, cues_checked=origin == "derived")
 
     def _ttl_expiry(self, kind: MemoryType, created: datetime) -> datetime | None:
         days = self.config.ttl_days.get(kind.value)
@@ -435,7 +447,8 @@ class CueMap:
             self._unindex(seq)
             self._index(seq, record)
         for seq, record in zip(seqs, plan.new, strict=True):
-            self._index(seq, record, memo)
+            self._index(seq, record, memo, defer=True)
+        self._flush_postings()
         self._refresh_context([*seqs, *plan.changed])
         for link in plan.links:
             self._links.add(*link)

@@ -12,8 +12,8 @@ posting change goes through :meth:`NamespaceIndex._put` / :meth:`NamespaceIndex.
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections import Counter, defaultdict, deque
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import repeat
 from typing import TYPE_CHECKING
@@ -26,6 +26,23 @@ if TYPE_CHECKING:
     from .arrays import ArrayView
 
 __all__ = ["IndexedDoc", "NamespaceIndex"]
+
+
+class _Pending:
+    """Postings waiting for :meth:`NamespaceIndex.flush`: per kind, key -> seqs (ascending) and,
+    for keys posted with values, key -> values."""
+
+    def __init__(self) -> None:
+        kinds = ("cue", "tag", "term")
+        self.seqs: dict[str, defaultdict[str, list[int]]] = {k: defaultdict(list) for k in kinds}
+        self.values: dict[str, defaultdict[str, list[float]]] = {
+            k: defaultdict(list) for k in kinds
+        }
+
+
+def _drain(calls: Iterator[object]) -> None:
+    """Run a lazy iterator of calls for their effect (``deque(maxlen=0)`` consumes it in C)."""
+    deque(calls, maxlen=0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +114,7 @@ class NamespaceIndex:
         self.cue_lexicon = CueLexicon()
         self.tag_lexicon = CueLexicon()
         self.view: ArrayView | None = None  # created by arrays.view_of on first large query
+        self._pending: _Pending | None = None  # postings of add(..., defer=True), until flush
 
     def __len__(self) -> int:
         return len(self.docs)
@@ -115,8 +133,13 @@ class NamespaceIndex:
         *,
         updated_ts: float = 0.0,
         type: str = "note",
+        defer: bool = False,
     ) -> None:
-        """Index memory ``seq`` (replacing what it had indexed before, if anything)."""
+        """Index memory ``seq`` (replacing what it had indexed before, if anything).
+
+        ``defer=True`` (bulk ingest of new memories, in ascending ``seq`` order): its postings
+        are collected and appended to the tables by :meth:`flush`, which must come before the
+        tables are read. A batch then costs one append per key instead of one per posting."""
         context = self.docs[seq].context if seq in self.docs else ()
         if seq in self.docs:
             self.remove(seq)
@@ -134,9 +157,10 @@ class NamespaceIndex:
         self.total_length += doc.length
         if self.view is not None:
             self.view.set_doc(seq, doc)
-        self._put_many("cue", seq, doc.cues)
-        self._put_many("tag", seq, doc.tags)
-        self._put_many("term", seq, doc.term_names, doc.term_counts)
+        put = self._defer_many if defer else self._put_many
+        put("cue", seq, doc.cues)
+        put("tag", seq, doc.tags)
+        put("term", seq, doc.term_names, doc.term_counts)
         if context:
             self.set_context(seq, dict(context))
 
@@ -179,7 +203,40 @@ class NamespaceIndex:
             for key, value in zip(keys, values or repeat(1.0, len(keys)), strict=True):
                 self.view.put(kind, key, seq, value)
 
+    def _defer_many(
+        self, kind: str, seq: int, keys: Sequence[str], values: Sequence[float] | None = None
+    ) -> None:
+        """:meth:`_put_many`, with the postings themselves left for :meth:`flush`."""
+        if self._pending is None:
+            self._pending = _Pending()
+        pending = self._pending
+        # list.append over (the key's list, item) pairs, consumed in C: no Python-level loop
+        # per posting (a memory makes dozens)
+        _drain(map(list.append, map(pending.seqs[kind].__getitem__, keys), repeat(seq)))
+        if values is not None:
+            _drain(map(list.append, map(pending.values[kind].__getitem__, keys), values))
+        if self.view is not None:
+            for key, value in zip(keys, values or repeat(1.0, len(keys)), strict=True):
+                self.view.put(kind, key, seq, value)
+
+    def flush(self) -> None:
+        """Append the postings deferred by ``add(..., defer=True)`` to the tables."""
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return
+        for kind, seqs_of in pending.seqs.items():
+            if kind != "term":  # a memory posts a cue (tag) once: one reference per seq
+                lexicon = self.cue_lexicon if kind == "cue" else self.tag_lexicon
+                lexicon.add_counted((key, len(seqs)) for key, seqs in seqs_of.items())
+            table, values_of = self._tables[kind], pending.values[kind]
+            for key, seqs in seqs_of.items():  # keys in the order they were first posted
+                bucket = table.get(key)
+                if bucket is None:
+                    bucket = table[key] = Postings()
+                bucket.extend(seqs, values_of.get(key))
+
     def _drop(self, kind: str, key: str, seq: int) -> None:
+        self.flush()  # the posting may still be pending
         table = self._tables[kind]
         bucket = table[key]
         del bucket[seq]

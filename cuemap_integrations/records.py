@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import MISSING, dataclass, field, fields, replace
 from datetime import datetime, timezone
 from enum import Enum
 from typing import Any, Literal
@@ -104,6 +104,8 @@ def check_unicode(value: str, field_name: str) -> str:
     Raises:
         ValidationError: ``value`` holds a lone surrogate.
     """
+    if value.isascii():  # a flag CPython keeps on every str: no encoding needed to know
+        return value
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -167,11 +169,13 @@ def _string_tuple(value: object, field_name: str) -> tuple[str, ...]:
 def _plain_strings(items: tuple[object, ...]) -> bool:
     """Whether ``items`` are all exact ``str``, none blank, all valid Unicode: the common case,
     checked with C-level calls instead of a Python loop (a record has dozens of cues)."""
-    if any(type(item) is not str for item in items):
+    if not {str}.issuperset(map(type, items)):
         return False
     strings: tuple[str, ...] = items  # type: ignore[assignment]  # all str, checked just above
-    if not all(map(str.strip, strings)):
+    if not all(strings) or any(map(str.isspace, strings)):  # strip() empty, without copies
         return False
+    if all(map(str.isascii, strings)):  # no surrogate in ASCII: nothing to encode
+        return True
     try:  # a str never pairs surrogate code points: one lone surrogate fails the whole encode
         "".join(strings).encode("utf-8")
     except UnicodeEncodeError:
@@ -183,7 +187,9 @@ def validate_memory_id(value: object, field_name: str = "memory_id") -> str:
     """Return a valid memory id or raise ValidationError."""
     if not isinstance(value, str) or not value.strip():
         raise ValidationError(field_name, value, "a non-empty string")
-    if len(value) > _MAX_ID_LEN or _ID_FORBIDDEN.search(value):
+    # printable ASCII has none of _ID_FORBIDDEN's characters: most ids skip the search
+    forbidden = not (value.isascii() and value.isprintable()) and _ID_FORBIDDEN.search(value)
+    if len(value) > _MAX_ID_LEN or forbidden:
         raise ValidationError(
             field_name, value, f"at most {_MAX_ID_LEN} characters, no control characters"
         )
@@ -200,7 +206,7 @@ def validate_content(value: object) -> str:
     ValidationError."""
     if not isinstance(value, str):
         raise ValidationError("content", value, "a string")
-    if not value.strip():
+    if not value or value.isspace():  # what strip() would leave empty, without the copy
         raise ValidationError("content", value, "non-empty text")
     if "\x00" in value:
         raise ValidationError("content", value[:40], "text without NUL characters")
@@ -255,6 +261,28 @@ class MemoryRecord:
         put(self, "memory_id", validate_memory_id(self.memory_id))
         put(self, "namespace", validate_namespace(self.namespace))
         put(self, "cues", _string_tuple(self.cues, "cues"))
+        self._check_from_tags()
+
+    @classmethod
+    def _prevalidated(cls, values: Mapping[str, Any], *, cues_checked: bool) -> MemoryRecord:
+        """The record ``cls(**values)`` would be, for values whose ``content`` and ``namespace``
+        (and, with ``cues_checked``, ``cues``) the caller has already put through this module's
+        own checks (``CueMap._build``); the other fields are checked in ``__post_init__``'s
+        order, so an invalid one raises the same error. Bulk ingest builds every record this
+        way: the checks it skips and the frozen dataclass's field-by-field set-up were about
+        half of a record's construction."""
+        record = object.__new__(cls)
+        object.__setattr__(record, "__dict__", dict(_FIELD_TEMPLATE, **values))  # field order
+        put = object.__setattr__
+        put(record, "memory_id", validate_memory_id(record.memory_id))
+        if not cues_checked:
+            put(record, "cues", _string_tuple(record.cues, "cues"))
+        record._check_from_tags()
+        return record
+
+    def _check_from_tags(self) -> None:
+        """``__post_init__``'s checks from ``tags`` on."""
+        put = object.__setattr__
         put(self, "tags", _string_tuple(self.tags, "tags"))
         put(self, "type", MemoryType.coerce(self.type))
         put(self, "created_at", coerce_timestamp(self.created_at, "created_at"))
@@ -335,3 +363,8 @@ class MemoryRecord:
 
 
 RECORD_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(MemoryRecord))
+# Every field in declaration order, with its default (None for the required ones and for
+# metadata, which __post_init__ turns into {}): MemoryRecord._prevalidated's starting point.
+_FIELD_TEMPLATE: dict[str, Any] = {
+    f.name: None if f.default is MISSING else f.default for f in fields(MemoryRecord)
+}

@@ -35,7 +35,7 @@ import sys
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from datetime import date
-from itertools import chain, compress, islice
+from itertools import chain, compress, filterfalse, islice
 from operator import not_
 from typing import TypeAlias
 
@@ -50,6 +50,7 @@ __all__ = [
     "normalize",
     "query_units",
     "stem",
+    "stems_and_terms",
     "word_stems",
     "words",
 ]
@@ -147,13 +148,12 @@ _AW = "[A-Za-z0-9_]"  # _W restricted to ASCII
 _ASCII_ID = rf"(?:(?<!{_AW})(?<![:/])/)?{_AW}+(?:[-./:@]{_AW}+)*"
 _ASCII_ID_RE = re.compile(_ASCII_ID)
 _ASCII_ID_SPLIT_RE = re.compile(f"({_ASCII_ID})")
-# The same patterns for text without "/": a match needs a "/" to take the optional leading slash
-# or a "/" separator, so without one these find exactly the same identifiers. They start with a
+# The same pattern for text without "/": a match needs a "/" to take the optional leading slash
+# or a "/" separator, so without one it finds exactly the same identifiers. It starts with a
 # character class, which lets the regex engine skip ahead to candidate positions instead of
 # trying the lookbehinds at every one: about 40% less time on a typical turn.
 _ASCII_NO_SLASH = f"{_AW}+(?:[-.:@]{_AW}+)*"
 _ASCII_NO_SLASH_RE = re.compile(_ASCII_NO_SLASH)
-_ASCII_NO_SLASH_SPLIT_RE = re.compile(f"({_ASCII_NO_SLASH})")
 _SCAN_RE = re.compile(rf"(?P<id>{_ID})|(?P<cjk>[{_CJK}]+)")
 # A lone letter glued on by an apostrophe ("don't", "it's", "o'clock") is dropped, keeping the
 # apostrophe itself so that it still separates words.
@@ -241,9 +241,21 @@ _MAX_NORMALIZE_PASSES = 8
 
 
 def _normalize_pass(text: str) -> str:
+    if text.isascii():
+        return _normalize_ascii_pass(text)
     # NFKC again after casefold: casefold can produce sequences that NFKC composes or reorders.
     folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
     return " ".join(folded.translate(_NORMALIZE_TABLE).split())
+
+
+def _normalize_ascii_pass(text: str) -> str:
+    """:func:`_normalize_pass` of ASCII text: NFKC leaves it as is and casefold lower-cases it;
+    of the table only the control characters can occur, so text without any (printable) skips
+    the translation, which cost more than the rest of the pass."""
+    folded = text.lower()
+    if not folded.isprintable():
+        folded = folded.translate(_NORMALIZE_TABLE)
+    return " ".join(folded.split())
 
 
 # Cues, tags, words and queries repeat endlessly: short strings are normalized, stemmed and split
@@ -571,9 +583,10 @@ def _parts(token: str) -> tuple[str, ...]:
 
 
 def _expand(tokens: Sequence[str]) -> list[str]:
-    # Only identifiers (a separator inside) have parts; most texts have none, and map/any over
-    # the cached test runs in C instead of a Python loop over every token.
-    if not any(map(_is_identifier, tokens)):
+    # Only identifiers (a separator inside) have parts; most texts have none. A scanned token
+    # holds word characters (alphanumeric or "_") and separators, so it is an identifier
+    # exactly when it is not all alphanumeric: one C-level test per token, no cache lookup.
+    if all(map(str.isalnum, tokens)):
         return list(tokens)
     out: list[str] = []
     for token in tokens:
@@ -601,6 +614,27 @@ def word_stems(normalized: str) -> set[str]:
         The set of stems (membership tests only; never iterated for an output order).
     """
     return set(map(stem, _words_of(normalized)))
+
+
+def stems_and_terms(normalized: str) -> tuple[set[str], list[str]]:
+    """``(word_stems(normalized), content_terms(normalized))``, computed together.
+
+    In ASCII text whose tokens are all plain words (no identifier, so no parts), the words are
+    the tokens and a token's terms are its stem unless it is a stop word: one stem lookup per
+    token serves both, where the two functions look up each token in a cache of their own.
+
+    Args:
+        normalized: the output of :func:`normalize`.
+
+    Returns:
+        The stem set and the term list.
+    """
+    tokens = _latin_tokens(normalized)
+    if normalized.isascii() and all(map(str.isalnum, tokens)):
+        stems = list(map(stem, tokens))
+        kept = compress(stems, map(not_, map(STOP_WORDS.__contains__, tokens)))
+        return set(stems), list(kept)
+    return word_stems(normalized), content_terms(normalized)
 
 
 def words(text: str) -> list[str]:
@@ -693,8 +727,11 @@ def query_units(text: str) -> list[str]:
 
 
 def _query_units(text: str) -> list[str]:
+    normalized = normalize(text)
+    if normalized.isascii():  # no CJK run: the units are the Latin tokens (a faster scan, cached)
+        return [_STOP_MARK + t if t in STOP_WORDS else stem(t) for t in _latin_tokens(normalized)]
     units: list[str] = []
-    for ident, cjk in _scan(normalize(text)):
+    for ident, cjk in _scan(normalized):
         if cjk:
             units.extend(cjk)
         elif ident in STOP_WORDS:
@@ -784,7 +821,7 @@ def _is_salient_identifier(token: str) -> bool:
 
 def _identifier_cues(text: str) -> list[str]:
     out: list[str] = []
-    for token in filter(_is_identifier, _latin_tokens(text)):
+    for token in filterfalse(str.isalnum, _latin_tokens(text)):  # identifiers (see _expand)
         if not _is_salient_identifier(token):
             continue
         out.append(token)
@@ -860,10 +897,12 @@ def _is_common(word: str) -> bool:
 
 def _capitalized_runs(text: str) -> list[list[str]]:
     """Maximal runs of name words separated only by spaces or tabs (not newlines)."""
+    if text.isascii() and "/" not in text:
+        return _ascii_name_runs(text)
     # split() with the identifier pattern as its one group gives [gap, token, gap, token, ...]
     # (the same matches as finditer), so gaps[i] is the text between tokens i - 1 and i.
     if text.isascii():
-        pieces = _ascii_id_re(text, _ASCII_ID_SPLIT_RE, _ASCII_NO_SLASH_SPLIT_RE).split(text)
+        pieces = _ASCII_ID_SPLIT_RE.split(text)
     else:
         pieces = _ID_SPLIT_RE.split(text)
     tokens, gaps = pieces[1::2], pieces[0::2]
@@ -887,6 +926,35 @@ def _capitalized_runs(text: str) -> list[list[str]]:
     return runs
 
 
+# An alphanumeric token of ASCII text without "/" that starts with a capital or a digit (a name
+# word is Capitalized or an acronym such as "2FA"): the whole token, so neither a word character
+# nor a separator joined to one may sit on either side (the same boundaries as _ASCII_NO_SLASH,
+# which makes "a-Foo" one identifier). The first character comes first and the lookbehinds look
+# back over it, so the engine jumps between capitals and digits instead of trying every position.
+_NAME_TOKEN = (
+    f"[A-Z0-9](?<!{_AW}[A-Z0-9])(?<!{_AW}[-.:@][A-Z0-9])[A-Za-z0-9]*(?!{_AW})(?![-.:@]{_AW})"
+)
+_NAME_RUN_RE = re.compile(f"{_NAME_TOKEN}(?:[ \t]+{_NAME_TOKEN})*")
+
+
+def _ascii_name_runs(text: str) -> list[list[str]]:
+    """:func:`_capitalized_runs` of ASCII text without "/", from candidate runs instead of every
+    token: tokens that could be name words, separated by spaces or tabs only. Any other token
+    between two of them would end a run anyway; a candidate that is no name word ends it too."""
+    runs: list[list[str]] = []
+    for match in _NAME_RUN_RE.finditer(text):
+        current: list[str] = []
+        for token in match.group().split():
+            if _is_name_word(token):
+                current.append(token)
+            elif current:
+                runs.append(current)
+                current = []
+        if current:
+            runs.append(current)
+    return runs
+
+
 def _run_cues(run: list[str]) -> list[str]:
     """A name run trimmed of stop/calendar words at its ends, then each of its words alone."""
     if len(run) == 1:  # most runs: one name ("Caroline"), kept unless it is a common word
@@ -902,7 +970,10 @@ def _run_cues(run: list[str]) -> list[str]:
 def _name_cues(content: str) -> list[str]:
     # Case matters here, so work on the original text (NFKC and punctuation only, no casefold);
     # code spans and URLs are not names.
-    text = unicodedata.normalize("NFKC", content).translate(_PUNCT_TABLE)
+    if content.isascii():  # NFKC and the punctuation table change only non-ASCII characters
+        text = content
+    else:
+        text = unicodedata.normalize("NFKC", content).translate(_PUNCT_TABLE)
     if "`" in text or _URL_TRIGGER in text:
         text = _CODE_OR_URL_RE.sub(" | ", text)
     text = _drop_apostrophes(text)
@@ -929,7 +1000,9 @@ def _is_salient_word(word: str) -> bool:
 
 
 def _salient_cues(text: str) -> list[str]:
-    return list(filter(_is_salient_word, _words_of(text)))
+    # A stop word is never salient: a set lookup drops the many stop words before the cached
+    # test (a bounded cache's hit costs several times a set lookup).
+    return list(filter(_is_salient_word, filterfalse(STOP_WORDS.__contains__, _words_of(text))))
 
 
 def _is_valid_cue(cue: str) -> bool:
@@ -958,9 +1031,17 @@ def _first_unique(buckets: Iterable[Iterable[str]], limit: int) -> list[str]:
     return out
 
 
-def _first_valid(buckets: Iterable[Iterable[str]], limit: int) -> list[str]:
-    """:func:`_first_unique` for cues that are already normalized (each loop in C)."""
-    return list(islice(filter(_is_valid_cue, dict.fromkeys(chain.from_iterable(buckets))), limit))
+def _first_valid(buckets: Sequence[Iterable[str]], limit: int, *, worded: int = 0) -> list[str]:
+    """:func:`_first_unique` for cues that are already normalized (each loop in C).
+
+    The last ``worded`` buckets hold only cues with a letter or digit in them: of those only
+    the length is checked, without a Python call per cue. Whether a cue is valid depends on
+    the cue alone, so dropping invalid ones before de-duplicating leaves the same list."""
+    split = len(buckets) - worded
+    words = list(chain.from_iterable(buckets[split:]))
+    short = compress(words, map(_MAX_CUE_CHARS.__ge__, map(len, words)))
+    checked = filter(_is_valid_cue, chain.from_iterable(buckets[:split]))
+    return list(islice(dict.fromkeys(chain(checked, short)), limit))
 
 
 def derive_cues(content: str, *, limit: int = 48) -> list[str]:
@@ -1002,17 +1083,21 @@ def derive_cues(content: str, *, limit: int = 48) -> list[str]:
     rest = _mask(_URL_RE, text, _URL_TRIGGER)
     dates, rest = _date_cues(rest)
     quoted, names = _quoted_cues(text), _name_cues(content)
-    if text.isascii():
+    ascii_text = text.isascii()
+    if ascii_text:
         # Every other cue is then a piece of the normalized ASCII text without spaces (or an
         # ISO date, a number with its unit), which normalize returns unchanged: only quotations
         # (spaces inside) and names (original casing) need normalizing.
         quoted, names = list(map(normalize, quoted)), list(map(normalize, names))
-        first = _first_valid
-    else:
-        first = _first_unique
     buckets = (quoted, _identifier_cues(rest), _url_hosts(text), _number_cues(rest), dates,
                names, _chinese_cues(rest), _salient_cues(rest))  # fmt: skip
-    return first(buckets, limit)
+    if ascii_text:
+        # numbers (digits), dates, names and salient words (alphanumeric words) are worded
+        return _first_valid(buckets, limit, worded=_WORDED_BUCKETS)
+    return _first_unique(buckets, limit)
+
+
+_WORDED_BUCKETS = 5  # the last five of derive_cues' buckets (numbers to salient words)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1074,6 +1159,18 @@ class CueLexicon:
         if count == 0:
             self._insert(norm)
 
+    def add_counted(self, counted: Iterable[tuple[str, int]]) -> None:
+        """Add ``n`` references to each already normalized ``cue`` of ``(cue, n)`` (``n >= 1``):
+        what :meth:`add_all` of a batch's cues does, one step per distinct cue."""
+        refs = self._refs
+        for cue, n in counted:
+            count = refs.get(cue)
+            if count is not None:
+                refs[cue] = count + n
+            elif cue:
+                refs[cue] = n
+                self._insert(cue)
+
     def add_all(self, cues: Iterable[str]) -> None:
         """:meth:`add` each of these already normalized cues (the index's bulk path)."""
         refs = self._refs
@@ -1131,6 +1228,12 @@ class CueLexicon:
         return start + 1, ()
 
     def _key_of(self, cue: str) -> tuple[str, ...]:
+        if cue.isascii() and cue.isalnum() and cue == cue.lower():
+            # One lower-case ASCII word (most new cues: a name, a number): query_units would
+            # find it whole and stem or mark it; this skips the normalize and scan (and their
+            # cache entries) that bulk ingest otherwise pays for each new cue.
+            unit = _STOP_MARK + cue if cue in STOP_WORDS else stem(cue)
+            return (cue,) if unit == cue else (sys.intern(unit),)
         units = query_units(cue)
         if units == [cue]:
             return (cue,)  # share the string object the reference count already holds

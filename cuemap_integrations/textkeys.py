@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from .aliases import AliasTable
-from .text import content_terms, normalize, word_stems
+from .text import normalize, stems_and_terms
 
 __all__ = ["TextKeys", "TextMemo", "text_keys"]
 
@@ -31,7 +31,8 @@ class TextKeys(NamedTuple):
 def text_keys(content: str, aliases: AliasTable) -> TextKeys:
     """The :class:`TextKeys` of ``content`` with the store's ``aliases``."""
     text = normalize(content)
-    return TextKeys(text, aliases.find_in(text, word_stems(text)), content_terms(text))
+    stems, terms = stems_and_terms(text)
+    return TextKeys(text, aliases.find_in(text, stems), terms)
 
 
 class TextMemo:

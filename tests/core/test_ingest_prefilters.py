@@ -10,6 +10,7 @@ from __future__ import annotations
 import doctest
 import gc
 import re
+import unicodedata
 from datetime import datetime, timezone
 
 import pytest
@@ -17,13 +18,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cuemap_integrations import CueMap
+from cuemap_integrations import records as records_module
 from cuemap_integrations import redact as redact_module
 from cuemap_integrations import text as text_module
 from cuemap_integrations.aliases import AliasTable
 from cuemap_integrations.config import RecallConfig
 from cuemap_integrations.errors import ValidationError
-from cuemap_integrations.records import MemoryRecord
+from cuemap_integrations.lifecycle import content_key
+from cuemap_integrations.records import MemoryRecord, MemoryType
 from cuemap_integrations.text import normalize, word_stems
+from cuemap_integrations.textkeys import TextMemo
+from tests.core.ingest_corpus import FRAGMENTS
 from tests.core.test_ingest_equivalence import ASCII_TEXT, MIXED_TEXT
 
 _SLASH_FREE_ASCII = ASCII_TEXT.map(lambda t: t.replace("/", " "))
@@ -31,10 +36,8 @@ _SLASH_FREE_ASCII = ASCII_TEXT.map(lambda t: t.replace("/", " "))
 
 @settings(max_examples=500, deadline=None)
 @given(_SLASH_FREE_ASCII)
-def test_slash_free_identifier_patterns_find_what_the_general_ones_find(text: str) -> None:
+def test_the_slash_free_identifier_pattern_finds_what_the_general_one_finds(text: str) -> None:
     assert text_module._ASCII_NO_SLASH_RE.findall(text) == text_module._ASCII_ID_RE.findall(text)
-    general = text_module._ASCII_ID_SPLIT_RE.split(text)
-    assert text_module._ASCII_NO_SLASH_SPLIT_RE.split(text) == general
 
 
 # The single-quote pattern as it was: the edge lookbehind before the quote.
@@ -212,3 +215,250 @@ def test_textkeys_examples_run() -> None:
 
     results = doctest.testmod(textkeys)
     assert results.attempted and not results.failed
+
+
+@pytest.mark.parametrize("table", range(len(_TABLES)))
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(MIXED_TEXT, st.lists(_ALIAS_WORDS, max_size=6).map(" ".join)))
+def test_a_phrase_found_in_the_units_passes_its_needs_test(table: int, text: str) -> None:
+    """The word test before a phrase's unit scan is necessary: it never skips a phrase held."""
+    aliases = _TABLES[table]
+    normalized = normalize(text)
+    units = f" {' '.join(text_module.query_units(normalized))} "
+    for _, _, phrase in aliases._probes():
+        if phrase is not None and f" {phrase} " in units:
+            assert aliases._needs[phrase] <= word_stems(normalized)
+
+
+_WORDISH = st.one_of(
+    st.text(alphabet=st.sampled_from("abcxyzAZ019_-' 超é"), min_size=1, max_size=12),
+    st.sampled_from(["the", "was", "on", "one", "running", "caresses", "8001", "v2", "x"]),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_WORDISH)
+def test_a_cue_lexicon_key_is_the_cue_query_units(cue: str) -> None:
+    """The one-word fast path of CueLexicon._key_of gives the key of the general path."""
+    cue = normalize(cue)
+    units = text_module.query_units(cue)
+    expected = (cue,) if units == [cue] else tuple(units)
+    assert text_module.CueLexicon()._key_of(cue) == expected
+
+
+def _scanned_units(normalized: str) -> list[str]:
+    """query_units as it was: every text through the general scan."""
+    units: list[str] = []
+    for ident, cjk in text_module._scan(normalized):
+        if cjk:
+            units.extend(cjk)
+        else:
+            stop = ident in text_module.STOP_WORDS
+            units.append("\x00" + ident if stop else text_module.stem(ident))
+    return units
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(ASCII_TEXT, MIXED_TEXT))
+def test_query_units_of_ascii_text_are_those_of_the_full_scan(text: str) -> None:
+    """ASCII text takes its units from the Latin tokens: the same as from the general scan."""
+    assert text_module._query_units(text) == _scanned_units(normalize(text))
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(ASCII_TEXT, MIXED_TEXT, st.text(max_size=40)))
+def test_a_scanned_token_is_an_identifier_when_not_alphanumeric(text: str) -> None:
+    """_expand and _identifier_cues test tokens with str.isalnum instead of _is_identifier."""
+    normalized = normalize(text)
+    tokens = [*text_module._latin_tokens(normalized), *text_module._latin_tokens(text)]
+    tokens += [ident for ident, _ in text_module._scan(normalized) if ident]
+    for token in tokens:
+        assert text_module._is_identifier(token) is not token.isalnum()
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.one_of(
+        ASCII_TEXT, MIXED_TEXT, st.lists(st.sampled_from(FRAGMENTS), max_size=4).map(" ".join)
+    )
+)
+def test_the_worded_buckets_of_ascii_text_hold_a_letter_or_digit_in_every_cue(text: str) -> None:
+    """derive_cues checks only the length of these cues (_first_valid's ``worded``) when the
+    normalized text is ASCII."""
+    normalized = normalize(text)
+    if not normalized.isascii():
+        return
+    rest = text_module._mask(text_module._URL_RE, normalized, text_module._URL_TRIGGER)
+    dates, rest = text_module._date_cues(rest)
+    names = [normalize(n) for n in text_module._name_cues(text)]
+    worded = [text_module._number_cues(rest), dates, names, text_module._chinese_cues(rest),
+              text_module._salient_cues(rest)]  # fmt: skip
+    assert len(worded) == text_module._WORDED_BUCKETS
+    for cue in (c for bucket in worded for c in bucket):
+        assert cue and any(ch.isalnum() for ch in cue), cue
+
+
+def test_ascii_text_is_left_as_is_by_nfkc_and_the_punctuation_table() -> None:
+    """_name_cues skips both for ASCII content."""
+    ascii_chars = "".join(map(chr, range(128)))
+    assert unicodedata.normalize("NFKC", ascii_chars) == ascii_chars
+    assert ascii_chars.translate(text_module._PUNCT_TABLE) == ascii_chars
+
+
+def _general_pass(text: str) -> str:
+    """_normalize_pass as it was, for every text."""
+    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+    return " ".join(folded.translate(text_module._NORMALIZE_TABLE).split())
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(ASCII_TEXT, st.text(alphabet=st.characters(max_codepoint=0x7F), max_size=60)))
+def test_the_ascii_normalize_pass_is_the_general_pass(text: str) -> None:
+    assert text_module._normalize_ascii_pass(text) == _general_pass(text)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.one_of(
+        ASCII_TEXT, MIXED_TEXT, st.lists(st.sampled_from(FRAGMENTS), max_size=3).map(" ".join)
+    )
+)
+def test_stems_and_terms_are_word_stems_and_content_terms(text: str) -> None:
+    normalized = normalize(text)
+    expected = (word_stems(normalized), text_module.content_terms(normalized))
+    assert text_module.stems_and_terms(normalized) == expected
+
+
+def test_no_stop_word_is_salient() -> None:
+    """_salient_cues drops stop words before _is_salient_word."""
+    assert not any(map(text_module._is_salient_word.__wrapped__, text_module.STOP_WORDS))
+
+
+def test_the_content_key_from_the_memo_is_the_content_key() -> None:
+    memo = TextMemo(AliasTable(RecallConfig().aliases))
+    for text in FRAGMENTS[:-1]:
+        record = MemoryRecord(memory_id="m", content=text, created_at=_T, updated_at=_T)
+        assert content_key(record, memo.normalized) == content_key(record)
+
+
+_SECRETISH = st.lists(
+    st.sampled_from(
+        [*FRAGMENTS, "_", "ghp_", "_live_", "sk_test_abcdefghijklmnop1234", "hf_", "npm_", "密码",
+         "api", "令牌", "是 abcdefgh", "=", " ", "x" * 36, "A" * 16]
+    ),
+    max_size=6,
+).map("".join)  # fmt: skip
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(_SECRETISH, MIXED_TEXT))
+def test_the_rules_kept_for_a_text_screen_it_as_all_rules_do(text: str) -> None:
+    """_may_match tries only the triggers that can occur in the text (ASCII, "_")."""
+    assert redact_module._may_match(text) is (redact_module._SCREEN.search(text) is not None)
+    kept = redact_module._RULES_FOR[text.isascii(), "_" in text]
+    folded = redact_module._folded(text)
+    for pattern, triggers, nocase, _ in redact_module._RULES:
+        dropped = set(triggers) - {t for p, ts, _, _ in kept if p is pattern for t in ts}
+        assert not any(t in (folded if nocase else text) for t in dropped)
+
+
+def _capitalized_runs_before(text: str) -> list[list[str]]:
+    """_capitalized_runs as it was: every token of the split, with the gaps between them."""
+    pieces = text_module._ID_SPLIT_RE.split(text)
+    tokens, gaps = pieces[1::2], pieces[0::2]
+    runs: list[list[str]] = []
+    current: list[str] = []
+    last = -2
+    for i, token in enumerate(tokens):
+        if not text_module._is_name_word(token):
+            continue
+        if current and (i != last + 1 or not gaps[i] or gaps[i].strip(" \t")):
+            runs.append(current)
+            current = []
+        current.append(token)
+        last = i
+    if current:
+        runs.append(current)
+    return runs
+
+
+_NAMEISH = st.lists(
+    st.sampled_from(
+        ["Caroline", "New", "York", "API", "2FA", "3M", "GB", "10", "iPhone", "McDonald", "the",
+         "a", "X", "Foo", "bar", "_", "-", "--", ".", ":", "@", "'", ",", " ", "  ", "\t", "\n",
+         "May", "EC2", "x"]
+    ),
+    max_size=12,
+).map("".join)  # fmt: skip
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.one_of(_NAMEISH, ASCII_TEXT, MIXED_TEXT))
+def test_name_runs_from_candidates_are_those_of_every_token(text: str) -> None:
+    """The candidate-run regex of ASCII text finds the runs the token-by-token scan finds."""
+    text = text_module._drop_apostrophes(text)
+    assert text_module._capitalized_runs(text) == _capitalized_runs_before(text)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(ASCII_TEXT, MIXED_TEXT, st.text(max_size=10)))
+def test_id_and_content_checks_agree_with_the_regex_and_strip(text: str) -> None:
+    """validate_memory_id skips the control-character search for printable ASCII;
+    validate_content tests blankness with isspace() instead of strip()."""
+    if text.isascii() and text.isprintable():
+        assert records_module._ID_FORBIDDEN.search(text) is None
+    assert (not text or text.isspace()) is (not text.strip())
+
+
+_ANY = st.one_of(
+    st.none(), st.text(max_size=6), st.sampled_from(["", " ", "a\x00b", "\ud800", "x" * 300]),
+    st.integers(-1, 2), st.just(_T), st.just(datetime(2026, 1, 2)), st.lists(st.text(max_size=4),
+    max_size=3), st.just({"k": [1, 2.5, "v"]}), st.just({1: "bad key"}), st.just(float("nan")),
+)  # fmt: skip
+_ABSENT = object()
+_VALID = {
+    "memory_id": ["m", "id-2", "x" * 256], "cues": [["port", "api"], ("8001",), []],
+    "tags": [["ops"], (), ["a", "b"]], "type": ["fact", MemoryType.EVENT, " Note "],
+    "source": ["chat", None], "created_at": [_T, "2026-01-02T03:04:05+02:00"],
+    "updated_at": [_T, "2026-01-02T03:04:05Z"], "expires_at": [None, _T],
+    "supersedes": [None, "old-1"], "key": [None, "user.name"],
+    "metadata": [{}, {"i": 1, "s": ["a", 2.5]}, None], "cue_origin": ["given", "derived"],
+}  # fmt: skip
+_VALUES = st.tuples(
+    st.fixed_dictionaries(
+        {name: st.one_of(st.just(_ABSENT), st.sampled_from(ok)) for name, ok in _VALID.items()}
+    ),
+    st.one_of(st.none(), st.tuples(st.sampled_from(sorted(_VALID)), _ANY)),  # one odd field
+).map(
+    lambda drawn: {
+        k: v for k, v in {**drawn[0], **dict([drawn[1]] if drawn[1] else [])}.items()
+        if v is not _ABSENT
+    }
+)  # fmt: skip
+
+
+@settings(max_examples=1000, deadline=None)
+@given(_VALUES, st.booleans())
+def test_a_prevalidated_record_is_the_record_the_constructor_makes(
+    values: dict[str, object], derived: bool
+) -> None:
+    """MemoryRecord._prevalidated gives the record (or the error) of MemoryRecord(**values)."""
+    values = {"memory_id": "m", "created_at": _T, "updated_at": _T, **values}
+    values.update(content="The API uses port 8001", namespace="default")
+    if derived:  # the caller vouches for the cues
+        values["cues"] = ("api", "8001")
+    try:
+        expected: MemoryRecord | tuple[str, object] = MemoryRecord(**values)  # type: ignore[arg-type]
+    except ValidationError as error:
+        expected = (error.field, error.value)
+    try:
+        got: MemoryRecord | tuple[str, object] = MemoryRecord._prevalidated(
+            values, cues_checked=derived
+        )
+    except ValidationError as error:
+        got = (error.field, error.value)
+    if isinstance(expected, MemoryRecord):
+        assert isinstance(got, MemoryRecord)
+        assert list(vars(got).items()) == list(vars(expected).items())
+    else:
+        assert got == expected or (got[1] != got[1] and expected[1] != expected[1])  # NaN

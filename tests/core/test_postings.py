@@ -107,3 +107,38 @@ def test_a_key_held_once_keeps_no_arrays() -> None:
     assert type(postings).__name__ == "_OnePosting" and postings[7] == 2.0
     postings.put(9, 1.0)
     assert type(postings) is Postings and dict(postings.pairs()) == {7: 2.0, 9: 1.0}
+
+
+@given(
+    OPS,
+    st.lists(
+        st.tuples(
+            st.one_of(st.integers(0, 90), st.integers(2**31 - 3, 2**31 + 3)),
+            st.sampled_from([1.0, 1, 2, 0.5, 0.1]),
+        ),
+        max_size=30,
+    ),
+    st.booleans(),
+)
+def test_extend_equals_putting_each(
+    ops: list[tuple[bool, int, float]], batch: list[tuple[int, float]], ones: bool
+) -> None:
+    """A batch of ascending seqs, above the posted ones or not, ends as put one by one would."""
+    extended, put = Postings(), Postings()
+    for is_put, seq, value in ops:
+        for postings in (extended, put):
+            if is_put:
+                postings.put(seq, value)
+            elif seq in postings:
+                del postings[seq]
+    pairs = dict(batch)
+    seqs = sorted(pairs)
+    values = None if ones else [pairs[s] for s in seqs]
+    extended.extend(seqs, values)
+    for seq in seqs:
+        put.put(seq, 1.0 if values is None else pairs[seq])
+    assert list(extended.pairs()) == list(put.pairs()) and type(extended) is type(put)
+    (seqs_a, values_a), (seqs_b, values_b) = extended.buffers(), put.buffers()
+    assert seqs_a.typecode == seqs_b.typecode
+    assert (values_a is None) == (values_b is None)
+    assert values_a is None or values_b is None or values_a.typecode == values_b.typecode

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cuemap_integrations import CueMap, StoreError
-from cuemap_integrations.store import MIGRATIONS, SQLiteStore
+from cuemap_integrations.store import _TO_JSON, MIGRATIONS, SQLiteStore, _json_strings
 
 from ..conftest import ORDER_TIMEOUT_EN, ORDER_TIMEOUT_ZH, T0, FakeClock, load
 
@@ -179,3 +179,37 @@ def test_check_finds_nothing_on_a_sound_store_and_reports_damage(location: str |
         problems = cm.check()
     assert any("not stored" in p and "port" in p for p in problems)
     assert any("ghost" in p for p in problems)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(max_size=12), max_size=6))
+def test_cue_and_tag_columns_are_the_json_encoders_text(items: list[str]) -> None:
+    assert _json_strings(tuple(items)) == _TO_JSON(tuple(items))
+
+
+def test_a_batch_renumbered_behind_its_back_is_inserted_row_by_row(tmp_path: Path) -> None:
+    """If a batch's rows did not get the seqs after sqlite_sequence, it is redone row by row."""
+    with CueMap(tmp_path / "s.db") as cm:
+        cm.add_many([{"content": f"memory {i}", "memory_id": f"m{i}"} for i in range(3)])
+        conn = cm._store._conn  # type: ignore[attr-defined]
+        conn.execute("UPDATE sqlite_sequence SET seq = 1 WHERE name = 'memories'")
+        added = cm.add_many([{"content": f"later {i}", "memory_id": f"l{i}"} for i in range(2)])
+        assert [r.memory_id for r in added] == ["l0", "l1"]
+        assert [h.memory_id for h in cm.recall("later 1", k=1)] == ["l1"]
+        assert cm.check() == []
+        seqs = conn.execute("SELECT seq, memory_id FROM memories ORDER BY seq").fetchall()
+        assert seqs == [(1, "m0"), (2, "m1"), (3, "m2"), (4, "l0"), (5, "l1")]
+
+
+def test_a_duplicate_row_in_a_batch_names_its_memory(tmp_path: Path) -> None:
+    with CueMap(tmp_path / "s.db") as cm:
+        cm.add("first", memory_id="a")
+        conn = cm._store._conn  # type: ignore[attr-defined]
+        conn.execute(  # another process stored "b" behind this instance's back
+            "INSERT INTO memories (namespace, memory_id, content, cues, tags, type, created_at,"
+            " updated_at, metadata, cue_origin) VALUES ('default', 'b', 'x', '[]', '[]', 'note',"
+            " '2024-01-01T00:00:00+00:00', '2024-01-01T00:00:00+00:00', '{}', 'given')"
+        )
+        with pytest.raises(StoreError, match="memory 'b' in namespace 'default' was stored"):
+            cm.add_many([{"content": "c", "memory_id": "c"}, {"content": "b", "memory_id": "b"}])
+        assert conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0] == 2
