@@ -1,0 +1,120 @@
+"""Recall CPU time of two source trees in one process, query by query (A/B), identical hits asserted.
+
+Each tree's ``cuemap_integrations`` is copied under its own package name (``cm_old``, ``cm_new``;
+the package imports itself relatively only), so both load in one interpreter. Each builds its own
+store from the same items (the bench scale memories ``0..size-1``, or with ``--locomo-stores``
+one store per LoCoMo conversation, as ``bench locomo`` builds them); then every query is asked of
+both, alternately, timing the process time of each ``recall``. A busy shared machine slows both
+alike. The hits of the two must be the same memories in the same order, or the script fails.
+Prints a line per tree and the ratio of medians, and with ``--json`` writes the figures.
+
+Example:
+    git worktree add ../old main
+    .venv/bin/python benchmarks/recall_ab.py --old ../old --new . --size 100000
+    .venv/bin/python benchmarks/recall_ab.py --old ../old --new . --locomo-stores
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+NAMES = {"old": "cm_old", "new": "cm_new"}
+
+
+def load(tree: str, name: str, folder: Path) -> Any:
+    """The tree's package, imported as ``name`` from a copy in ``folder``."""
+    shutil.copytree(Path(tree) / "cuemap_integrations", folder / name)
+    return importlib.import_module(name)
+
+
+def scale_stores(name: str, size: int, locomo: str, queries: int) -> list[tuple[Any, list[str]]]:
+    """One store of ``size`` bench scale memories, and the bench's queries."""
+    scale = importlib.import_module(f"{name}.bench.scale")
+    core = importlib.import_module(f"{name}.core")
+    corpus = scale.load_corpus(locomo)
+    store = core.CueMap(":memory:", clock=scale._fixed_clock)
+    for batch in scale.batches(corpus, 7, 0, size):
+        store.add_many(batch)
+    return [(store, scale.queries_for(corpus, 7, queries))]
+
+
+def locomo_stores(name: str, locomo: str) -> list[tuple[Any, list[str]]]:
+    """One store per LoCoMo conversation (as ``bench locomo`` builds it), and its questions."""
+    data = importlib.import_module(f"{name}.bench.data")
+    systems = importlib.import_module(f"{name}.bench.systems")
+    return [
+        (systems.build_store(c), [q.text for q in c.questions]) for c in data.load_locomo(locomo)
+    ]
+
+
+def recall_ids(store: Any, query: str, k: int, namespace: str) -> tuple[float, list[str]]:
+    """Process seconds of one recall, and its hit ids."""
+    start = time.process_time()
+    hits = store.recall(query, k=k, namespace=namespace, hybrid=False)
+    return time.process_time() - start, [hit.memory_id for hit in hits]
+
+
+def compare(
+    stores: dict[str, list[tuple[Any, list[str]]]], k: int, namespace: str
+) -> dict[str, Any]:
+    """Every query asked of both trees in turn; the medians and their ratio."""
+    times: dict[str, list[float]] = {"old": [], "new": []}
+    for (old, queries), (new, _) in zip(stores["old"], stores["new"], strict=True):
+        for query in queries[:20]:  # warm both (mirrors, caches)
+            recall_ids(old, query, k, namespace), recall_ids(new, query, k, namespace)
+        for query in queries:
+            seconds_old, ids_old = recall_ids(old, query, k, namespace)
+            seconds_new, ids_new = recall_ids(new, query, k, namespace)
+            if ids_old != ids_new:
+                raise SystemExit(f"different hits for {query!r}: {ids_old} vs {ids_new}")
+            times["old"].append(seconds_old)
+            times["new"].append(seconds_new)
+    medians = {name: statistics.median(values) * 1000.0 for name, values in times.items()}
+    return {"cpu_ms_median": medians, "new_over_old": medians["new"] / medians["old"],
+            "queries": len(times["old"]), "same_hits": True}  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--old", required=True, help="source tree A (e.g. a worktree of main)")
+    parser.add_argument("--new", default=".", help="source tree B")
+    parser.add_argument("--size", type=int, default=10_000, help="bench scale memories")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--locomo", default="../shared/locomo_dev.json")
+    parser.add_argument("--locomo-stores", action="store_true",
+                        help="one store per LoCoMo conversation (k=20) instead of --size")  # fmt: skip
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="recall-ab-") as folder:
+        sys.path.insert(0, folder)
+        stores = {}
+        for side, name in NAMES.items():
+            load(getattr(args, side), name, Path(folder))
+            stores[side] = (
+                locomo_stores(name, args.locomo)
+                if args.locomo_stores
+                else scale_stores(name, args.size, args.locomo, args.queries)
+            )
+        namespace = "locomo" if args.locomo_stores else "default"
+        report = compare(stores, 20 if args.locomo_stores else args.k, namespace)
+    report["workload"] = "locomo conversations" if args.locomo_stores else f"scale {args.size:,}"
+    for side in NAMES:
+        print(f"{side}: {report['workload']}, recall CPU median "
+              f"{report['cpu_ms_median'][side]:.2f} ms")  # fmt: skip
+    print(f"new/old {report['new_over_old']:.3f} over {report['queries']} queries, same hits")
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
