@@ -452,7 +452,9 @@ def _merged(view: ArrayView, entries: Sequence[_Entry]) -> _Entry:
         slots = np.flatnonzero(np.bincount(slots, minlength=view.size))
         gains = total[slots]
     bound = sum(e.lst.bound for e in entries)
-    return _Entry(_List("session", bound, (), entries[0].lst.gain, ()), slots, gains, summed=True)
+    # no postings, keys or gain of its own: a summed entry's values are its gains (see gains())
+    merged = _List("session", bound, (), _Gain(math.nan), ())
+    return _Entry(merged, slots, gains, summed=True)
 
 
 def _ranked_walk(
