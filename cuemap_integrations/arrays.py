@@ -588,7 +588,7 @@ def _scores(
     view: ArrayView, sums: _Sums, slots: Any, at: Any, cfg: RecallConfig, scorer: FastScorer,
     *, with_bonus: bool = True,
 ) -> Any:  # fmt: skip
-    """:meth:`FastScorer.score` of the memories in ``slots`` (their sums at ``at``), vectorized;
+    """:meth:`FastScorer.scores` of the memories in ``slots`` (their sums at ``at``), vectorized;
     without the query's date/speaker bonus, a lower bound of it (bonuses are >= 0)."""
     return _evidence(sums, at, cfg, scorer) + _priors(view, slots, scorer, with_bonus=with_bonus)
 

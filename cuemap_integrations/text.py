@@ -35,7 +35,7 @@ import sys
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from datetime import date
-from itertools import chain, compress, filterfalse, islice
+from itertools import chain, compress, filterfalse, islice, repeat
 from operator import not_
 from typing import TypeAlias
 
@@ -1173,14 +1173,7 @@ class CueLexicon:
 
     def add_all(self, cues: Iterable[str]) -> None:
         """:meth:`add` each of these already normalized cues (the index's bulk path)."""
-        refs = self._refs
-        for cue in cues:
-            count = refs.get(cue)
-            if count is not None:  # known: only its count changes
-                refs[cue] = count + 1
-            elif cue:
-                refs[cue] = 1
-                self._insert(cue)
+        self.add_counted(zip(cues, repeat(1)))
 
     def discard(self, cue: str, *, normalized: bool = False) -> None:
         """Drop one reference to ``cue``; unknown cues are a no-op."""

@@ -216,23 +216,9 @@ class FastScorer:
             value += self.bonus(seq)
         return value
 
-    def score(self, seq: int, ev: Evidence) -> float:
-        """The full score of memory ``seq`` for the evidence ``ev``."""
-        cue, tag, content = ev.cue.get(seq, 0.0), ev.tag.get(seq, 0.0), ev.content.get(seq, 0.0)
-        value = self.w_cue * cue + self.w_tag * tag + self.w_content * content + self.prior(seq)
-        raw = ev.session.get(seq, 0.0)
-        if raw > 0.0 and self.w_session:
-            session = saturate(raw, self.cfg.session_saturation)
-            explicit = seq in ev.cue or seq in ev.content or seq in ev.tag
-            value += self.w_session * (
-                session if explicit else session * self.cfg.session_only_factor
-            )
-        return value
-
     def scores(self, seqs: Iterable[int], ev: Evidence) -> list[float]:
-        """:meth:`score` of each of ``seqs``, inlined (the same arithmetic in the same order,
-        so the same floats): a small namespace scores every candidate, and this loop is most
-        of its recall time."""
+        """The full score of each of ``seqs`` for the evidence ``ev``, in one loop: a small
+        namespace scores every candidate, and this loop is most of its recall time."""
         cue, tag, content, session = ev.cue, ev.tag, ev.content, ev.session
         w_cue, w_tag, w_content, w_session = self.w_cue, self.w_tag, self.w_content, self.w_session
         cap, only, prior = self.cfg.session_saturation, self.cfg.session_only_factor, self.prior
@@ -309,12 +295,8 @@ class _Pass:
         for seq in lst.members():
             values[seq] = get(seq, 0.0) + gain(seq)
 
-    def lower(self, seq: int) -> float:
-        """A lower bound of the memory's final score: its score on the evidence so far."""
-        return self.scorer.score(seq, self.ev) if self.scorer is not None else -math.inf
-
-    def lower_all(self, seqs: list[int]) -> list[float]:
-        """:meth:`lower` of each of ``seqs``, in one loop."""
+    def lower(self, seqs: list[int]) -> list[float]:
+        """A lower bound of each memory's final score: its score on the evidence so far."""
         if self.scorer is None:
             return [-math.inf] * len(seqs)
         return self.scorer.scores(seqs, self.ev)
@@ -334,14 +316,14 @@ class _Pass:
         pool = [s for s in ev.candidates() if s in ev.cue or s in ev.session or s in ev.content]
         if len(pool) < self.k:
             return -math.inf
-        lower = self.lower_all(pool)
+        lower = self.lower(pool)
         best = heapq.nlargest(4 * self.k, range(len(pool)), key=lower.__getitem__)
         admitted = [at for at in best if self.admitted(pool[at])]
         return lower[admitted[self.k - 1]] if len(admitted) >= self.k else -math.inf
 
     def start_pruning(self, rest: float, theta: float) -> None:
         seqs = list(self.ev.candidates())
-        lower = self.lower_all(seqs)
+        lower = self.lower(seqs)
         self.survivors = {
             seq: None
             for seq, value in zip(seqs, lower, strict=True)

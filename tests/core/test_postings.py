@@ -15,8 +15,8 @@ OPS = st.lists(
 )
 
 
-@given(OPS)
-def test_postings_equal_the_dict_they_replace(ops: list[tuple[bool, int, float]]) -> None:
+def replay(ops: list[tuple[bool, int, float]]) -> tuple[Postings, dict[int, float]]:
+    """Puts and deletes applied to a Postings and to the dict it stands for."""
     postings, expected = Postings(), {}
     for put, seq, value in ops:
         if put:
@@ -25,6 +25,12 @@ def test_postings_equal_the_dict_they_replace(ops: list[tuple[bool, int, float]]
         elif seq in expected:
             del postings[seq]
             del expected[seq]
+    return postings, expected
+
+
+@given(OPS)
+def test_postings_equal_the_dict_they_replace(ops: list[tuple[bool, int, float]]) -> None:
+    postings, expected = replay(ops)
     assert dict(postings.pairs()) == expected
     assert list(postings) == sorted(expected)  # ascending, whatever the order of the puts
     assert postings == expected and len(postings) == len(expected)
@@ -50,14 +56,7 @@ BIG = st.one_of(st.integers(0, 9), st.integers(2**31 - 3, 2**31 + 2), st.integer
 def test_sequence_numbers_beyond_four_bytes_are_kept_exactly(
     ops: list[tuple[bool, int, float]],
 ) -> None:
-    postings, expected = Postings(), {}
-    for put, seq, value in ops:
-        if put:
-            postings.put(seq, value)
-            expected[seq] = value
-        elif seq in expected:
-            del postings[seq]
-            del expected[seq]
+    postings, expected = replay(ops)
     assert dict(postings.pairs()) == expected and list(postings) == sorted(expected)
     assert all(postings[s] == v and s in postings for s, v in expected.items())
     small = Postings()  # same postings, never widened: equal all the same
