@@ -517,6 +517,9 @@ class CueMap:
             return self._current(seq)
 
     def _seq(self, memory_id: str, namespace: str) -> int:
+        for field, value in (("memory_id", memory_id), ("namespace", namespace)):
+            if not isinstance(value, str):  # a list would fail as an unhashable dict key
+                raise ValidationError(field, value, "a string")
         seq = self._seq_of.get((namespace, memory_id))
         if seq is None:
             raise NotFoundError(memory_id, namespace)

@@ -138,6 +138,22 @@ def test_get_update_delete_and_not_found(cm: CueMap, clock) -> None:
         cm.delete("p")
 
 
+@pytest.mark.parametrize("call", ["get", "update", "delete"])
+@pytest.mark.parametrize(
+    ("given", "field"),
+    [({"memory_id": ["p"]}, "memory_id"), ({"memory_id": "p", "namespace": 7}, "namespace")],
+)
+def test_lookups_refuse_a_non_string_id_or_namespace(cm: CueMap, call, given, field) -> None:
+    cm.add("The staging API uses port 8002", memory_id="p")
+    args = dict(given)
+    memory_id = args.pop("memory_id")
+    extra = {"content": "x"} if call == "update" else {}
+    with pytest.raises(ValidationError) as info:
+        getattr(cm, call)(memory_id, **args, **extra)
+    assert info.value.field == field
+    assert cm.get("p").content == "The staging API uses port 8002"  # nothing changed
+
+
 def test_given_cues_survive_a_content_update(cm: CueMap) -> None:
     cm.add("Deploys go out on Tuesdays", memory_id="d", cues=["Release Day"])
     new = cm.update("d", content="Deploys go out on Thursdays")
