@@ -104,7 +104,8 @@ def scored(question: Question, categories: Sequence[int]) -> bool:
     return question.category in categories and bool(question.evidence)
 
 
-def _context(conversation: Conversation, ranking: Sequence[str], k: int) -> str:
+def context_text(conversation: Conversation, ranking: Sequence[str], k: int) -> str:
+    """The context a question gets at ``k``: the top-``k`` memory texts, one per line."""
     return "\n".join(conversation.by_id[i].content for i in ranking[:k] if i in conversation.by_id)
 
 
@@ -113,7 +114,7 @@ def _budget_prefix(run: QuestionRun, budget: int, counter: TokenCounter) -> int:
     low, high = 0, len(run.ranking)
     while low < high:
         middle = (low + high + 1) // 2
-        if counter.count(_context(run.conversation, run.ranking, middle)) <= budget:
+        if counter.count(context_text(run.conversation, run.ranking, middle)) <= budget:
             low = middle
         else:
             high = middle - 1
@@ -125,7 +126,7 @@ def _score(run: QuestionRun, options: LocomoOptions, counter: TokenCounter) -> N
         return
     ks = options.ks
     run.scores = score_question(run.ranking, run.question.evidence, ks)
-    run.tokens = {k: counter.count(_context(run.conversation, run.ranking, k)) for k in ks}
+    run.tokens = {k: counter.count(context_text(run.conversation, run.ranking, k)) for k in ks}
     run.budget_count = _budget_prefix(run, options.budget_tokens, counter)
     prefix = run.ranking[: run.budget_count]  # may be empty: nothing fits, nothing is found
     run.budget_scores = score_question(prefix, run.question.evidence, [max(1, len(prefix))])

@@ -111,13 +111,19 @@ def _fixed_clock(moment: datetime) -> Callable[[], datetime]:
     return lambda: moment
 
 
-def build_store(conversation: Conversation, hybrid: Mapping[str, Any] | None = None) -> CueMap:
+def build_store(
+    conversation: Conversation,
+    hybrid: Mapping[str, Any] | None = None,
+    config: RecallConfig | None = None,
+) -> CueMap:
     """An in-memory CueMap holding the conversation, its clock at the last session date.
 
     ``hybrid`` (the :class:`~cuemap_integrations.hybrid.HybridRecall` options) attaches the dense
-    side before the memories are added, so they are embedded as one write.
+    side before the memories are added, so they are embedded as one write; ``config`` replaces
+    the default :class:`~cuemap_integrations.config.RecallConfig`.
     """
-    store = CueMap(":memory:", clock=_fixed_clock(conversation.last_date), hybrid=hybrid or False)
+    clock = _fixed_clock(conversation.last_date)
+    store = CueMap(":memory:", clock=clock, hybrid=hybrid or False, config=config)
     store.add_many(memory_items(conversation))
     return store
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,17 @@ def write(folder: Path) -> Path:
     """Write the tiny file into ``folder`` and return its path."""
     path = folder / "tiny_locomo.json"
     path.write_text(json.dumps(sample()), encoding="utf-8")
+    return path
+
+
+def write_two(folder: Path) -> Path:
+    """The tiny file twice; the second copy misses its first question, so the folds differ."""
+    data = sample()
+    second = copy.deepcopy(data[0])
+    second["sample_id"] = "tiny-2"
+    second["qa"] = second["qa"][1:]
+    path = folder / "two.json"
+    path.write_text(json.dumps([*data, second]), encoding="utf-8")
     return path
 
 

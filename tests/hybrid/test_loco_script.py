@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import copy
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 import pytest
 
@@ -16,38 +12,20 @@ from cuemap_integrations.bench.data import STRICT_CATEGORIES, load_locomo
 from cuemap_integrations.bench.locomo import scored
 from cuemap_integrations.bench.metrics import recall_at_k
 from cuemap_integrations.bench.systems import NAMESPACE, build_store
-from tests.bench import tiny
+from tests.bench import scripts, tiny
 
 from .fakes import FakeEmbedder, needs_dense
 
 pytestmark = needs_dense
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "hybrid_loco.py"
-
 
 @pytest.fixture(scope="module")
 def script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("hybrid_loco", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["hybrid_loco"] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-def two_conversations(folder: Path) -> Path:
-    """The tiny file twice; the second copy misses its first question, so the folds differ."""
-    data: list[dict[str, Any]] = tiny.sample()
-    second = copy.deepcopy(data[0])
-    second["sample_id"] = "tiny-2"
-    second["qa"] = second["qa"][1:]
-    path = folder / "two.json"
-    path.write_text(json.dumps([*data, second]), encoding="utf-8")
-    return path
+    return scripts.load("hybrid_loco")
 
 
 def test_each_fold_is_chosen_without_its_conversation(script: ModuleType, tmp_path: Path) -> None:
-    path = str(two_conversations(tmp_path))
+    path = str(tiny.write_two(tmp_path))
     table, baseline, grid = script.measure(path, 5, model=FakeEmbedder())
     report = script.report(table, baseline, grid, path, 5)
     folds = report["folds"]
@@ -74,7 +52,7 @@ def test_choose_prefers_recall_then_fewer_embeddings_then_grid_order(script: Mod
 
 
 def test_the_grid_runs_the_real_fallback(script: ModuleType, tmp_path: Path) -> None:
-    path = two_conversations(tmp_path)
+    path = tiny.write_two(tmp_path)
     conversation = load_locomo(path)[0]
     point = (0.67, 2, 1)
     extension, asked = script.deterministic(conversation, script.MemoEmbedder(FakeEmbedder()), 5)
@@ -105,7 +83,7 @@ def test_main_writes_the_report(
     real = script.loco
     monkeypatch.setattr(script, "loco", lambda p, d: real(p, d, model=FakeEmbedder()))
     out = tmp_path / "loco.json"
-    assert script.main([str(two_conversations(tmp_path)), "--json", str(out)]) == 0
+    assert script.main([str(tiny.write_two(tmp_path)), "--json", str(out)]) == 0
     report = json.loads(out.read_text())
     assert report["benchmark"] == "hybrid-fallback-loco" and len(report["all_points"]) == 2
     assert report["chosen_on_all"]["min_coverage"] == 0.67
