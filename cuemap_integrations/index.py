@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from itertools import repeat
 from typing import TYPE_CHECKING
 
-from .postings import Postings
+from .postings import PostingsTable
 from .recordtable import interned
 from .text import CueLexicon, normalize, stems_and_terms
 
@@ -134,9 +134,9 @@ class NamespaceIndex:
 
     def __init__(self) -> None:
         # key -> seq -> value: 1.0 for cues and tags; tf (own words) or weighted context for terms
-        self.cues: dict[str, Postings] = {}
-        self.tags: dict[str, Postings] = {}
-        self.terms: dict[str, Postings] = {}
+        self.cues = PostingsTable()
+        self.tags = PostingsTable()
+        self.terms = PostingsTable()
         self._tables = {"cue": self.cues, "tag": self.tags, "term": self.terms}
         self.docs: dict[int, IndexedDoc] = {}
         self.total_length = 0
@@ -207,7 +207,7 @@ class NamespaceIndex:
             doc, context_names=tuple(kept), context_weights=tuple(kept.values())
         )
 
-    def postings(self, kind: str) -> dict[str, Postings]:
+    def postings(self, kind: str) -> PostingsTable:
         """The postings table of ``kind``: ``"cue"``, ``"tag"`` or ``"term"``."""
         return self._tables[kind]
 
@@ -221,13 +221,9 @@ class NamespaceIndex:
 
         One call per memory and kind, not per posting: ingest makes dozens of postings per
         memory, and this loop is the index's share of its cost."""
-        table = self._tables[kind]
-        get = table.get
+        put = self._tables[kind].put
         for key, value in zip(keys, values or repeat(1.0, len(keys)), strict=True):
-            bucket = get(key)
-            if bucket is None:
-                bucket = table[key] = Postings()
-            bucket.put(seq, value)
+            put(key, seq, value)
         if kind != "term":  # the core normalizes every cue and tag
             (self.cue_lexicon if kind == "cue" else self.tag_lexicon).add_all(keys)
         if self.view is not None:
@@ -259,20 +255,13 @@ class NamespaceIndex:
             if kind != "term":  # a memory posts a cue (tag) once: one reference per seq
                 lexicon = self.cue_lexicon if kind == "cue" else self.tag_lexicon
                 lexicon.add_counted((key, len(seqs)) for key, seqs in seqs_of.items())
-            table, values_of = self._tables[kind], pending.values[kind]
+            extend, values_of = self._tables[kind].extend, pending.values[kind]
             for key, seqs in seqs_of.items():  # keys in the order they were first posted
-                bucket = table.get(key)
-                if bucket is None:
-                    bucket = table[key] = Postings()
-                bucket.extend(seqs, values_of.get(key))
+                extend(key, seqs, values_of.get(key))
 
     def _drop(self, kind: str, key: str, seq: int) -> None:
         self.flush()  # the posting may still be pending
-        table = self._tables[kind]
-        bucket = table[key]
-        del bucket[seq]
-        if not bucket:
-            del table[key]
+        self._tables[kind].drop(key, seq)
         if kind != "term":
             (self.cue_lexicon if kind == "cue" else self.tag_lexicon).discard(key, normalized=True)
         if self.view is not None:

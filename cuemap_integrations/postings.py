@@ -17,17 +17,22 @@ neither form tests for the other on its read paths.
 
 The class is a read-only :class:`~collections.abc.Mapping` ``seq -> value`` for readers, with
 :meth:`put` and ``del`` for the index.
+
+A :class:`PostingsTable` maps keys to postings. It stores a key held by one memory with value
+1.0 (a cue, a tag, a word used once: most keys of a large store) as that memory's bare sequence
+number, without a postings object (about 56 bytes less each), and reads it back as a one-posting
+:class:`Postings` made on the spot. Writes therefore go through the table's own methods.
 """
 
 from __future__ import annotations
 
 from array import array
 from bisect import bisect_left
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, KeysView, Mapping, Sequence
 from itertools import repeat
 from typing import Any
 
-__all__ = ["Postings"]
+__all__ = ["Postings", "PostingsTable"]
 
 _SMALL_MAX = 2**31 - 1  # the largest sequence number array("i") holds
 
@@ -176,6 +181,13 @@ class _OnePosting(Postings):
 
     __slots__ = ()
 
+    @classmethod
+    def of(cls, seq: int) -> Postings:
+        """A new :class:`Postings` holding ``seq`` with value 1.0."""
+        postings = Postings.__new__(cls)
+        postings._seqs, postings._values = seq, None  # type: ignore[assignment]  # see become
+        return postings
+
     @staticmethod
     def become(postings: Postings, seq: int, value: float) -> None:
         """Make the empty ``postings`` hold ``seq`` with ``value``, in this form."""
@@ -237,3 +249,98 @@ class _OnePosting(Postings):
         own, value = self._one()
         seqs = array("q" if own > _SMALL_MAX else "i", (own,))
         return seqs, None if value == 1.0 else array("d", (value,))
+
+
+class PostingsTable(Mapping[str, Postings]):
+    """``key -> Postings``; a key held once with value 1.0 is stored as the bare ``seq``.
+
+    Example:
+        >>> table = PostingsTable()
+        >>> table.put("port", 7, 1.0); table.put("lake", 3, 2.0)
+        >>> table.held("port"), table["port"], "port" in table, len(table)
+        (7, Postings({7: 1.0}), True, 2)
+        >>> table.put("port", 9, 1.0); table.drop("port", 7); table.drop("port", 9)
+        >>> sorted(table)
+        ['lake']
+    """
+
+    __slots__ = ("_held",)
+
+    def __init__(self) -> None:
+        self._held: dict[str, Postings | int] = {}
+
+    def held(self, key: str) -> Postings | int:
+        """What the table stores for ``key`` (a bare ``seq`` or a :class:`Postings`)."""
+        return self._held[key]
+
+    def __getitem__(self, key: str) -> Postings:
+        held = self._held[key]
+        return held if isinstance(held, Postings) else _OnePosting.of(held)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """``self[key]``, or ``default`` if absent (one probe: readers ask this per query key)."""
+        held = self._held.get(key)
+        if held is None:
+            return default
+        return held if isinstance(held, Postings) else _OnePosting.of(held)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._held
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._held)
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    def keys(self) -> KeysView[str]:
+        """The keys, in the order they were first posted."""
+        return self._held.keys()
+
+    def _bucket(self, key: str) -> Postings:
+        """The stored :class:`Postings` of ``key``, made (from a bare ``seq``) if need be."""
+        held = self._held.get(key)
+        if type(held) is int or held is None:
+            bucket = Postings() if held is None else _OnePosting.of(held)
+            self._held[key] = bucket
+            return bucket
+        return held  # type: ignore[return-value]
+
+    def put(self, key: str, seq: int, value: float) -> None:
+        """Post ``seq`` under ``key`` with ``value`` (replacing its value if already posted)."""
+        held = self._held.get(key)
+        if held is None and value == 1.0:
+            self._held[key] = seq
+        elif held != seq or value != 1.0:
+            bucket = self._bucket(key)
+            bucket.put(seq, value)
+            if type(bucket) is _OnePosting:  # its value may be back to 1.0
+                self._compact(key, bucket)
+
+    def extend(self, key: str, seqs: Sequence[int], values: Sequence[float] | None) -> None:
+        """Post ascending ``seqs`` under ``key``, as :meth:`Postings.extend`."""
+        if len(seqs) == 1 and key not in self._held:
+            self.put(key, seqs[0], 1.0 if values is None else values[0])
+        else:
+            self._bucket(key).extend(seqs, values)
+
+    def drop(self, key: str, seq: int) -> None:
+        """Remove the posting of ``seq`` under ``key`` (and ``key`` once it has none)."""
+        held = self._held[key]
+        if type(held) is int:
+            if held != seq:
+                raise KeyError(seq)
+            del self._held[key]
+            return
+        del held[seq]  # type: ignore[union-attr]
+        if not held:
+            del self._held[key]
+        else:
+            self._compact(key, held)  # type: ignore[arg-type]
+
+    def _compact(self, key: str, bucket: Postings) -> None:
+        """Store ``key``'s ``bucket`` as a bare ``seq`` if it is one posting of value 1.0."""
+        if len(bucket) == 1:
+            ((seq, value),) = bucket.pairs()
+            if value == 1.0:
+                self._held[key] = seq

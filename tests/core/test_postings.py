@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cuemap_integrations.postings import Postings
+from cuemap_integrations.postings import Postings, PostingsTable
 
 OPS = st.lists(
     st.tuples(
@@ -141,3 +142,68 @@ def test_extend_equals_putting_each(
     assert seqs_a.typecode == seqs_b.typecode
     assert (values_a is None) == (values_b is None)
     assert values_a is None or values_b is None or values_a.typecode == values_b.typecode
+
+
+def test_a_table_keeps_a_single_posting_of_one_as_a_bare_seq() -> None:
+    table = PostingsTable()
+    table.put("k", 5, 1.0)
+    assert table.held("k") == 5
+    assert dict(table["k"].pairs()) == {5: 1.0} and table.get("k") == table["k"]
+    table.put("k", 5, 1.0)  # again: still bare
+    assert table.held("k") == 5
+    table.put("k", 9, 1.0)  # two postings: a Postings object
+    assert isinstance(table.held("k"), Postings) and list(table["k"]) == [5, 9]
+    table.drop("k", 5)  # back to one: bare again
+    assert table.held("k") == 9
+    table.drop("k", 9)  # none: the key is gone
+    assert "k" not in table and len(table) == 0 and table.get("k") is None
+    with pytest.raises(KeyError):
+        table.drop("k", 9)
+
+
+def test_a_table_keeps_a_single_posting_of_another_value_as_postings() -> None:
+    table = PostingsTable()
+    table.put("k", 5, 2.0)
+    assert isinstance(table.held("k"), Postings) and table["k"][5] == 2.0
+    table.put("k", 5, 1.0)  # its value back to 1.0: bare
+    assert table.held("k") == 5
+    table.extend("j", [3], [0.5])
+    table.extend("i", [3], None)
+    table.extend("i", [4, 8], [1.0, 3.0])
+    assert dict(table["j"].pairs()) == {3: 0.5} and dict(table["i"].pairs()) == {
+        3: 1.0,
+        4: 1.0,
+        8: 3.0,
+    }
+    table.drop("i", 8)
+    table.drop("i", 4)
+    assert table.held("i") == 3
+    with pytest.raises(KeyError):
+        table.drop("i", 4)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from("ab"), st.booleans(), st.integers(1, 6), st.sampled_from([1.0, 2.0])
+        ),
+        max_size=30,
+    )
+)
+def test_a_table_equals_the_dict_of_dicts_it_replaces(
+    ops: list[tuple[str, bool, int, float]],
+) -> None:
+    table, expected = PostingsTable(), {}  # type: dict[str, dict[int, float]]
+    for key, put, seq, value in ops:
+        if put:
+            table.put(key, seq, value)
+            expected.setdefault(key, {})[seq] = value
+        elif seq in expected.get(key, {}):
+            table.drop(key, seq)
+            del expected[key][seq]
+            if not expected[key]:
+                del expected[key]
+    assert {k: dict(table[k].pairs()) for k in table} == expected
+    for key in table:
+        held = table.held(key)
+        assert (type(held) is int) == (list(expected[key].values()) == [1.0])
