@@ -4,8 +4,9 @@ A dict ``{seq: value}`` costs about 100 bytes per posting (hash table slot, over
 float object); a memory makes dozens of postings, so the index was most of the store's memory.
 Here a posting is 4 bytes of sequence number (8 once one exceeds 2**31 - 1: SQLite's rowids
 count up from 1, so that takes two billion writes) and, unless every value is 1.0 (cues and
-tags), 4 bytes of value: term frequencies are small integers, exact in a C float, and the values
-widen to 8 bytes once one is not exact (a neighbour-context weight). Sequence numbers are kept
+tags), 1 byte of value while every value is a whole number 0-255 (term frequencies), widened
+to 4 bytes (a C float) once one is not, and to 8 once one is not exact in 4 (a neighbour-context
+weight). Sequence numbers are kept
 ascending: new memories have the largest ones, so adding is an append; lookups are binary
 searches.
 
@@ -51,7 +52,7 @@ class Postings(Mapping[int, float]):
 
     def __init__(self) -> None:
         self._seqs = array("i")
-        self._values: array[float] | None = None
+        self._values: array[Any] | None = None
 
     def put(self, seq: int, value: float) -> None:
         """Post ``seq`` with ``value`` (replacing its value if already posted)."""
@@ -94,29 +95,32 @@ class Postings(Mapping[int, float]):
             self._seqs = array("q", self._seqs)
             new_seqs = array("q", rest)
         if values is not None and self._values is None and values.count(1.0) != len(values):
-            self._values = array("f", repeat(1.0, len(self._seqs)))
+            self._values = array("B", repeat(1, len(self._seqs)))
         self._seqs.extend(new_seqs)
         if self._values is not None:
-            more = values[start:] if values is not None else [1.0] * len(rest)
-            new_values = array(self._values.typecode, more)
-            if new_values.typecode == "f" and new_values.tolist() != [float(v) for v in more]:
-                self._values = array("d", self._values)  # not exact in 4 bytes: widen, once
-                new_values = array("d", more)
-            self._values.extend(new_values)
+            more = values[start:] if values is not None else [1] * len(rest)
+            self._values_extend(_narrowest(more, self._values.typecode))
+
+    def _values_extend(self, more: array[Any]) -> None:
+        """Append ``more`` to the values, widened first to ``more``'s type if it is wider."""
+        values = self._values
+        if values is None or values.typecode != more.typecode:  # wider: widen, once
+            values = self._values = array(more.typecode, values or ())
+        values.extend(more)
 
     def _set_value(self, at: int, value: float, *, inserted: bool) -> None:
         values = self._values
         if values is None:
             if value == 1.0:
                 return
-            values = self._values = array("f", repeat(1.0, len(self._seqs) - inserted))
+            values = self._values = array("B", repeat(1, len(self._seqs) - inserted))
+        one = _narrowest((value,), values.typecode)
+        if one.typecode != values.typecode:  # not exact in this type: widen, once
+            values = self._values = array(one.typecode, values)
         if inserted:
-            values.insert(at, value)
+            values.insert(at, one[0])
         else:
-            values[at] = value
-        if values[at] != value:  # not exact in 4 bytes (a context weight): widen to 8, once
-            values = self._values = array("d", values)
-            values[at] = value
+            values[at] = one[0]
 
     def _find(self, seq: int) -> int:
         seqs = self._seqs
@@ -175,6 +179,22 @@ class Postings(Mapping[int, float]):
         return self._seqs, self._values
 
 
+def _narrowest(values: Sequence[float], typecode: str = "B") -> array[Any]:
+    """``values`` as an array of the narrowest type, from ``typecode`` on, that holds each of
+    them exactly: ``B`` (whole numbers 0-255 given as ``int``: term counts, 1 byte), ``f`` (4
+    bytes), ``d``."""
+    if typecode == "B":
+        try:
+            return array("B", values)  # ints, or it raises
+        except (TypeError, OverflowError):  # a float, or a count past 255
+            typecode = "f"
+    if typecode == "f":
+        packed = array("f", values)
+        if packed.tolist() == list(map(float, values)):
+            return packed
+    return array("d", values)
+
+
 class _OnePosting(Postings):
     """A :class:`Postings` holding one posting: ``_seqs`` is its sequence number and ``_values``
     its value (None for 1.0). Same slots as :class:`Postings`, so an object can switch class."""
@@ -193,7 +213,7 @@ class _OnePosting(Postings):
         """Make the empty ``postings`` hold ``seq`` with ``value``, in this form."""
         postings.__class__ = _OnePosting
         postings._seqs = seq  # type: ignore[assignment]  # this form's meaning of the slot
-        postings._values = None if value == 1.0 else float(value)  # type: ignore[assignment]
+        postings._values = None if value == 1.0 else value  # type: ignore[assignment]
 
     def _one(self) -> tuple[int, float]:
         held: Any = self._values
@@ -208,12 +228,11 @@ class _OnePosting(Postings):
         """Post ``seq`` with ``value``: a second posting switches to the array form."""
         own, held = self._one()
         if seq == own:
-            self._values = None if value == 1.0 else float(value)  # type: ignore[assignment]
+            self._values = None if value == 1.0 else value  # type: ignore[assignment]
             return
         self._widen(array("q" if own > _SMALL_MAX else "i", (own,)), None)
         if held != 1.0:
-            values = array("f", (held,))
-            self._values = values if values[0] == held else array("d", (held,))
+            self._values = _narrowest((held,))
         self.put(seq, value)
 
     def __delitem__(self, seq: int) -> None:

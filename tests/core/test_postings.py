@@ -207,3 +207,27 @@ def test_a_table_equals_the_dict_of_dicts_it_replaces(
     for key in table:
         held = table.held(key)
         assert (type(held) is int) == (list(expected[key].values()) == [1.0])
+
+
+def test_values_widen_from_one_byte_to_four_to_eight() -> None:
+    postings = Postings()
+    postings.extend([1, 2, 3], [2, 1, 255])  # term counts: one byte each
+    assert postings.buffers()[1].typecode == "B"  # type: ignore[union-attr]
+    postings.put(4, 256)  # past a byte
+    assert postings.buffers()[1].typecode == "f"  # type: ignore[union-attr]
+    postings.put(5, 0.1)  # not exact in four bytes
+    assert postings.buffers()[1].typecode == "d"  # type: ignore[union-attr]
+    assert dict(postings.pairs()) == {1: 2, 2: 1, 3: 255, 4: 256, 5: 0.1}
+    later = Postings()
+    later.extend([1, 2], [3, 4])
+    later.extend([5, 6], [0.5, 1e300])  # a batch that needs eight bytes
+    assert later.buffers()[1].typecode == "d" and list(later.weights()) == [3, 4, 0.5, 1e300]  # type: ignore[union-attr]
+
+
+def test_a_one_byte_value_array_reads_through_numpy() -> None:
+    np = pytest.importorskip("numpy")
+    postings = Postings()
+    postings.extend([1, 2, 9], [2, 1, 7])
+    values = postings.buffers()[1]
+    assert values is not None and values.typecode == "B"
+    assert np.array(values, dtype=np.float64).tolist() == [2.0, 1.0, 7.0]
