@@ -206,3 +206,22 @@ def test_transcript_turns_keep_their_terms() -> None:
         assert isinstance(turn.words, tuple) and note.words == "Caroline went to the lake"
         cm.delete("n")
         assert "caroline" not in index.terms and "went" not in index.terms
+
+
+def test_metadata_round_trips_through_its_flat_tuple_and_kinds_are_shared() -> None:
+    table = RecordTable()
+    nested = {"speaker": "Mel", "n": 3, "tags": ["a", {"b": None}], "": 0.5}
+    for seq, metadata in enumerate(({}, nested, {"one": 1})):
+        table[seq] = MemoryRecord(
+            memory_id=f"m{seq}", content="x", created_at=T, updated_at=T, metadata=metadata,
+            source="chat", namespace="ns",
+        )  # fmt: skip
+    assert table.row(0).metadata is None and table[0].metadata == {}
+    assert table[1].metadata == nested and list(table[1].metadata) == list(nested)
+    assert table.row(2).metadata == ("one", 1)
+    assert table.row(0).kind is table.row(2).kind
+    assert (table.row(1).type, table.row(1).source, table.row(1).namespace) == (
+        MemoryType.NOTE,
+        "chat",
+        "ns",
+    )
