@@ -306,6 +306,13 @@ class PostingsTable(Mapping[str, Postings]):
     def __contains__(self, key: object) -> bool:
         return key in self._held
 
+    def holds(self, key: str, seq: int) -> bool:
+        """True when ``seq`` is posted under ``key`` (no postings object made for a bare seq)."""
+        held = self._held.get(key)
+        if held is None:
+            return False
+        return seq in held if isinstance(held, Postings) else held == seq
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._held)
 

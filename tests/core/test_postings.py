@@ -231,3 +231,11 @@ def test_a_one_byte_value_array_reads_through_numpy() -> None:
     values = postings.buffers()[1]
     assert values is not None and values.typecode == "B"
     assert np.array(values, dtype=np.float64).tolist() == [2.0, 1.0, 7.0]
+
+
+def test_holds_asks_one_posting_without_a_postings_object() -> None:
+    table = PostingsTable()
+    table.put("a", 3, 1.0)
+    table.extend("b", [3, 5], [2, 1])
+    assert table.holds("a", 3) and not table.holds("a", 5) and not table.holds("c", 3)
+    assert table.holds("b", 5) and not table.holds("b", 4)
