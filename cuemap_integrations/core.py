@@ -51,7 +51,7 @@ from .store import SessionStore, SharedStore, Store, open_store
 from .sync import ChangeFeed, RemoteChanges, SyncMode, check_sync
 from .text import derive_cues, normalize
 from .textkeys import TextMemo, text_keys
-from .threads import Threads
+from .threads import Threads, thread_of
 from .validation import build_filters, check_recall_args, id_list, normalized_list
 
 if TYPE_CHECKING:
@@ -266,6 +266,7 @@ class CueMap:
         index.add(
             seq, row.cues if same else cues, record.tags, terms,
             updated_ts=updated, type=record.type.value, defer=defer,
+            content=None if thread_of(record) is not None else record.content,
         )  # fmt: skip
         self._seq_of[(record.namespace, record.memory_id)] = seq
         key = content_key(record, normalize if memo is None else memo.normalized)

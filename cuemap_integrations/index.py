@@ -18,14 +18,14 @@ from dataclasses import dataclass, replace
 from itertools import repeat
 from typing import TYPE_CHECKING
 
-from .postings import Postings
+from .postings import PostingsTable
 from .recordtable import interned
-from .text import CueLexicon
+from .text import CueLexicon, normalize, stems_and_terms
 
 if TYPE_CHECKING:
     from .arrays import ArrayView
 
-__all__ = ["IndexedDoc", "NamespaceIndex"]
+__all__ = ["IndexedDoc", "NamespaceIndex", "content_terms_of"]
 
 
 class _Pending:
@@ -49,16 +49,17 @@ def _drain(calls: Iterator[object]) -> None:
 class IndexedDoc:
     """Exactly what one memory put into the index (kept for removal and explanations).
 
-    Terms and context are stored as parallel tuples (names, values) rather than pairs: one
-    memory holds dozens of them, and a pair tuple costs 64 bytes of its own. Term counts are
-    ``bytes`` when all are below 256 (one byte each instead of an 8-byte pointer), and the cues
-    are the record's own cue tuple when they are the same cues (see :meth:`NamespaceIndex.add`).
+    ``words`` is the memory's content when its terms are the content's own (the string the
+    record already holds: the terms, dozens of pointers, are derived again on the rare removal
+    or explanation), else ``(term names, term counts)`` as parallel tuples (transcript turns:
+    their neighbours' context reads the terms at every refresh). Term counts are ``bytes`` when
+    all are below 256 (one byte each instead of an 8-byte pointer), and the cues are the
+    record's own cue tuple when they are the same cues (see :meth:`NamespaceIndex.add`).
     """
 
     cues: tuple[str, ...]
     tags: tuple[str, ...]
-    term_names: tuple[str, ...]
-    term_counts: bytes | tuple[int, ...]
+    words: str | tuple[tuple[str, ...], bytes | tuple[int, ...]]
     length: int
     updated_ts: float = 0.0  # POSIX time of the memory's last update (for recency)
     type: str = "note"
@@ -66,14 +67,42 @@ class IndexedDoc:
     context_weights: tuple[float, ...] = ()  # ... and their weights
 
     @property
+    def term_names(self) -> tuple[str, ...]:
+        """The memory's own distinct terms, in first-occurrence order."""
+        return _words_of(self.words)[0]
+
+    @property
+    def term_counts(self) -> bytes | tuple[int, ...]:
+        """The frequency of each of :attr:`term_names`."""
+        return _words_of(self.words)[1]
+
+    @property
     def terms(self) -> tuple[tuple[str, int], ...]:
         """``(term, frequency)`` of the memory's own words."""
-        return tuple(zip(self.term_names, self.term_counts, strict=True))
+        return tuple(zip(*_words_of(self.words), strict=True))
 
     @property
     def context(self) -> tuple[tuple[str, float], ...]:
         """``(term, weight)`` of the neighbouring turns' words (transcripts only)."""
         return tuple(zip(self.context_names, self.context_weights, strict=True))
+
+
+def _counted(terms: Iterable[str]) -> tuple[tuple[str, ...], bytes | tuple[int, ...]]:
+    """Distinct ``terms`` (interned, first occurrence first) and their packed counts."""
+    counts = Counter(terms)
+    return interned(counts), _packed_counts(counts.values())
+
+
+def _words_of(
+    words: str | tuple[tuple[str, ...], bytes | tuple[int, ...]],
+) -> tuple[tuple[str, ...], bytes | tuple[int, ...]]:
+    """Term names and counts of an :attr:`IndexedDoc.words` (derived again from content)."""
+    return _counted(content_terms_of(words)) if isinstance(words, str) else words
+
+
+def content_terms_of(content: str) -> list[str]:
+    """The BM25 terms of ``content``, in text order: what the core indexes it under."""
+    return stems_and_terms(normalize(content))[1]
 
 
 def _distinct(keys: Iterable[str]) -> tuple[str, ...]:
@@ -105,9 +134,9 @@ class NamespaceIndex:
 
     def __init__(self) -> None:
         # key -> seq -> value: 1.0 for cues and tags; tf (own words) or weighted context for terms
-        self.cues: dict[str, Postings] = {}
-        self.tags: dict[str, Postings] = {}
-        self.terms: dict[str, Postings] = {}
+        self.cues = PostingsTable()
+        self.tags = PostingsTable()
+        self.terms = PostingsTable()
         self._tables = {"cue": self.cues, "tag": self.tags, "term": self.terms}
         self.docs: dict[int, IndexedDoc] = {}
         self.total_length = 0
@@ -133,23 +162,25 @@ class NamespaceIndex:
         *,
         updated_ts: float = 0.0,
         type: str = "note",
+        content: str | None = None,
         defer: bool = False,
     ) -> None:
         """Index memory ``seq`` (replacing what it had indexed before, if anything).
 
+        ``content``: the memory's content when ``terms`` are :func:`content_terms_of` it (not a
+        transcript turn's): the doc keeps the string instead of the terms.
         ``defer=True`` (bulk ingest of new memories, in ascending ``seq`` order): its postings
         are collected and appended to the tables by :meth:`flush`, which must come before the
         tables are read. A batch then costs one append per key instead of one per posting."""
         context = self.docs[seq].context if seq in self.docs else ()
         if seq in self.docs:
             self.remove(seq)
-        counts = Counter(terms)
+        names, counts = _counted(terms)
         doc = IndexedDoc(
             _distinct(cues),
             _distinct(tags),
-            interned(counts),
-            _packed_counts(counts.values()),
-            sum(counts.values()),
+            (names, counts) if content is None else content,
+            sum(counts),
             updated_ts,
             type,
         )
@@ -160,7 +191,7 @@ class NamespaceIndex:
         put = self._defer_many if defer else self._put_many
         put("cue", seq, doc.cues)
         put("tag", seq, doc.tags)
-        put("term", seq, doc.term_names, doc.term_counts)
+        put("term", seq, names, counts)
         if context:
             self.set_context(seq, dict(context))
 
@@ -176,7 +207,7 @@ class NamespaceIndex:
             doc, context_names=tuple(kept), context_weights=tuple(kept.values())
         )
 
-    def postings(self, kind: str) -> dict[str, Postings]:
+    def postings(self, kind: str) -> PostingsTable:
         """The postings table of ``kind``: ``"cue"``, ``"tag"`` or ``"term"``."""
         return self._tables[kind]
 
@@ -190,13 +221,9 @@ class NamespaceIndex:
 
         One call per memory and kind, not per posting: ingest makes dozens of postings per
         memory, and this loop is the index's share of its cost."""
-        table = self._tables[kind]
-        get = table.get
+        put = self._tables[kind].put
         for key, value in zip(keys, values or repeat(1.0, len(keys)), strict=True):
-            bucket = get(key)
-            if bucket is None:
-                bucket = table[key] = Postings()
-            bucket.put(seq, value)
+            put(key, seq, value)
         if kind != "term":  # the core normalizes every cue and tag
             (self.cue_lexicon if kind == "cue" else self.tag_lexicon).add_all(keys)
         if self.view is not None:
@@ -228,20 +255,13 @@ class NamespaceIndex:
             if kind != "term":  # a memory posts a cue (tag) once: one reference per seq
                 lexicon = self.cue_lexicon if kind == "cue" else self.tag_lexicon
                 lexicon.add_counted((key, len(seqs)) for key, seqs in seqs_of.items())
-            table, values_of = self._tables[kind], pending.values[kind]
+            extend, values_of = self._tables[kind].extend, pending.values[kind]
             for key, seqs in seqs_of.items():  # keys in the order they were first posted
-                bucket = table.get(key)
-                if bucket is None:
-                    bucket = table[key] = Postings()
-                bucket.extend(seqs, values_of.get(key))
+                extend(key, seqs, values_of.get(key))
 
     def _drop(self, kind: str, key: str, seq: int) -> None:
         self.flush()  # the posting may still be pending
-        table = self._tables[kind]
-        bucket = table[key]
-        del bucket[seq]
-        if not bucket:
-            del table[key]
+        self._tables[kind].drop(key, seq)
         if kind != "term":
             (self.cue_lexicon if kind == "cue" else self.tag_lexicon).discard(key, normalized=True)
         if self.view is not None:

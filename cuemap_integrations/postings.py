@@ -4,8 +4,9 @@ A dict ``{seq: value}`` costs about 100 bytes per posting (hash table slot, over
 float object); a memory makes dozens of postings, so the index was most of the store's memory.
 Here a posting is 4 bytes of sequence number (8 once one exceeds 2**31 - 1: SQLite's rowids
 count up from 1, so that takes two billion writes) and, unless every value is 1.0 (cues and
-tags), 4 bytes of value: term frequencies are small integers, exact in a C float, and the values
-widen to 8 bytes once one is not exact (a neighbour-context weight). Sequence numbers are kept
+tags), 1 byte of value while every value is a whole number 0-255 (term frequencies), widened
+to 4 bytes (a C float) once one is not, and to 8 once one is not exact in 4 (a neighbour-context
+weight). Sequence numbers are kept
 ascending: new memories have the largest ones, so adding is an append; lookups are binary
 searches.
 
@@ -17,17 +18,22 @@ neither form tests for the other on its read paths.
 
 The class is a read-only :class:`~collections.abc.Mapping` ``seq -> value`` for readers, with
 :meth:`put` and ``del`` for the index.
+
+A :class:`PostingsTable` maps keys to postings. It stores a key held by one memory with value
+1.0 (a cue, a tag, a word used once: most keys of a large store) as that memory's bare sequence
+number, without a postings object (about 56 bytes less each), and reads it back as a one-posting
+:class:`Postings` made on the spot. Writes therefore go through the table's own methods.
 """
 
 from __future__ import annotations
 
 from array import array
 from bisect import bisect_left
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, KeysView, Mapping, Sequence
 from itertools import repeat
 from typing import Any
 
-__all__ = ["Postings"]
+__all__ = ["Postings", "PostingsTable"]
 
 _SMALL_MAX = 2**31 - 1  # the largest sequence number array("i") holds
 
@@ -46,7 +52,7 @@ class Postings(Mapping[int, float]):
 
     def __init__(self) -> None:
         self._seqs = array("i")
-        self._values: array[float] | None = None
+        self._values: array[Any] | None = None
 
     def put(self, seq: int, value: float) -> None:
         """Post ``seq`` with ``value`` (replacing its value if already posted)."""
@@ -89,29 +95,32 @@ class Postings(Mapping[int, float]):
             self._seqs = array("q", self._seqs)
             new_seqs = array("q", rest)
         if values is not None and self._values is None and values.count(1.0) != len(values):
-            self._values = array("f", repeat(1.0, len(self._seqs)))
+            self._values = array("B", repeat(1, len(self._seqs)))
         self._seqs.extend(new_seqs)
         if self._values is not None:
-            more = values[start:] if values is not None else [1.0] * len(rest)
-            new_values = array(self._values.typecode, more)
-            if new_values.typecode == "f" and new_values.tolist() != [float(v) for v in more]:
-                self._values = array("d", self._values)  # not exact in 4 bytes: widen, once
-                new_values = array("d", more)
-            self._values.extend(new_values)
+            more = values[start:] if values is not None else [1] * len(rest)
+            self._values_extend(_narrowest(more, self._values.typecode))
+
+    def _values_extend(self, more: array[Any]) -> None:
+        """Append ``more`` to the values, widened first to ``more``'s type if it is wider."""
+        values = self._values
+        if values is None or values.typecode != more.typecode:  # wider: widen, once
+            values = self._values = array(more.typecode, values or ())
+        values.extend(more)
 
     def _set_value(self, at: int, value: float, *, inserted: bool) -> None:
         values = self._values
         if values is None:
             if value == 1.0:
                 return
-            values = self._values = array("f", repeat(1.0, len(self._seqs) - inserted))
+            values = self._values = array("B", repeat(1, len(self._seqs) - inserted))
+        one = _narrowest((value,), values.typecode)
+        if one.typecode != values.typecode:  # not exact in this type: widen, once
+            values = self._values = array(one.typecode, values)
         if inserted:
-            values.insert(at, value)
+            values.insert(at, one[0])
         else:
-            values[at] = value
-        if values[at] != value:  # not exact in 4 bytes (a context weight): widen to 8, once
-            values = self._values = array("d", values)
-            values[at] = value
+            values[at] = one[0]
 
     def _find(self, seq: int) -> int:
         seqs = self._seqs
@@ -170,18 +179,41 @@ class Postings(Mapping[int, float]):
         return self._seqs, self._values
 
 
+def _narrowest(values: Sequence[float], typecode: str = "B") -> array[Any]:
+    """``values`` as an array of the narrowest type, from ``typecode`` on, that holds each of
+    them exactly: ``B`` (whole numbers 0-255 given as ``int``: term counts, 1 byte), ``f`` (4
+    bytes), ``d``."""
+    if typecode == "B":
+        try:
+            return array("B", values)  # ints, or it raises
+        except (TypeError, OverflowError):  # a float, or a count past 255
+            typecode = "f"
+    if typecode == "f":
+        packed = array("f", values)
+        if packed.tolist() == list(map(float, values)):
+            return packed
+    return array("d", values)
+
+
 class _OnePosting(Postings):
     """A :class:`Postings` holding one posting: ``_seqs`` is its sequence number and ``_values``
     its value (None for 1.0). Same slots as :class:`Postings`, so an object can switch class."""
 
     __slots__ = ()
 
+    @classmethod
+    def of(cls, seq: int) -> Postings:
+        """A new :class:`Postings` holding ``seq`` with value 1.0."""
+        postings = Postings.__new__(cls)
+        postings._seqs, postings._values = seq, None  # type: ignore[assignment]  # see become
+        return postings
+
     @staticmethod
     def become(postings: Postings, seq: int, value: float) -> None:
         """Make the empty ``postings`` hold ``seq`` with ``value``, in this form."""
         postings.__class__ = _OnePosting
         postings._seqs = seq  # type: ignore[assignment]  # this form's meaning of the slot
-        postings._values = None if value == 1.0 else float(value)  # type: ignore[assignment]
+        postings._values = None if value == 1.0 else value  # type: ignore[assignment]
 
     def _one(self) -> tuple[int, float]:
         held: Any = self._values
@@ -196,12 +228,11 @@ class _OnePosting(Postings):
         """Post ``seq`` with ``value``: a second posting switches to the array form."""
         own, held = self._one()
         if seq == own:
-            self._values = None if value == 1.0 else float(value)  # type: ignore[assignment]
+            self._values = None if value == 1.0 else value  # type: ignore[assignment]
             return
         self._widen(array("q" if own > _SMALL_MAX else "i", (own,)), None)
         if held != 1.0:
-            values = array("f", (held,))
-            self._values = values if values[0] == held else array("d", (held,))
+            self._values = _narrowest((held,))
         self.put(seq, value)
 
     def __delitem__(self, seq: int) -> None:
@@ -237,3 +268,105 @@ class _OnePosting(Postings):
         own, value = self._one()
         seqs = array("q" if own > _SMALL_MAX else "i", (own,))
         return seqs, None if value == 1.0 else array("d", (value,))
+
+
+class PostingsTable(Mapping[str, Postings]):
+    """``key -> Postings``; a key held once with value 1.0 is stored as the bare ``seq``.
+
+    Example:
+        >>> table = PostingsTable()
+        >>> table.put("port", 7, 1.0); table.put("lake", 3, 2.0)
+        >>> table.held("port"), table["port"], "port" in table, len(table)
+        (7, Postings({7: 1.0}), True, 2)
+        >>> table.put("port", 9, 1.0); table.drop("port", 7); table.drop("port", 9)
+        >>> sorted(table)
+        ['lake']
+    """
+
+    __slots__ = ("_held",)
+
+    def __init__(self) -> None:
+        self._held: dict[str, Postings | int] = {}
+
+    def held(self, key: str) -> Postings | int:
+        """What the table stores for ``key`` (a bare ``seq`` or a :class:`Postings`)."""
+        return self._held[key]
+
+    def __getitem__(self, key: str) -> Postings:
+        held = self._held[key]
+        return held if isinstance(held, Postings) else _OnePosting.of(held)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """``self[key]``, or ``default`` if absent (one probe: readers ask this per query key)."""
+        held = self._held.get(key)
+        if held is None:
+            return default
+        return held if isinstance(held, Postings) else _OnePosting.of(held)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._held
+
+    def holds(self, key: str, seq: int) -> bool:
+        """True when ``seq`` is posted under ``key`` (no postings object made for a bare seq)."""
+        held = self._held.get(key)
+        if held is None:
+            return False
+        return seq in held if isinstance(held, Postings) else held == seq
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._held)
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    def keys(self) -> KeysView[str]:
+        """The keys, in the order they were first posted."""
+        return self._held.keys()
+
+    def _bucket(self, key: str) -> Postings:
+        """The stored :class:`Postings` of ``key``, made (from a bare ``seq``) if need be."""
+        held = self._held.get(key)
+        if type(held) is int or held is None:
+            bucket = Postings() if held is None else _OnePosting.of(held)
+            self._held[key] = bucket
+            return bucket
+        return held  # type: ignore[return-value]
+
+    def put(self, key: str, seq: int, value: float) -> None:
+        """Post ``seq`` under ``key`` with ``value`` (replacing its value if already posted)."""
+        held = self._held.get(key)
+        if held is None and value == 1.0:
+            self._held[key] = seq
+        elif held != seq or value != 1.0:
+            bucket = self._bucket(key)
+            bucket.put(seq, value)
+            if type(bucket) is _OnePosting:  # its value may be back to 1.0
+                self._compact(key, bucket)
+
+    def extend(self, key: str, seqs: Sequence[int], values: Sequence[float] | None) -> None:
+        """Post ascending ``seqs`` under ``key``, as :meth:`Postings.extend`."""
+        if len(seqs) == 1 and key not in self._held:
+            self.put(key, seqs[0], 1.0 if values is None else values[0])
+        else:
+            self._bucket(key).extend(seqs, values)
+
+    def drop(self, key: str, seq: int) -> None:
+        """Remove the posting of ``seq`` under ``key`` (and ``key`` once it has none)."""
+        held = self._held[key]
+        if type(held) is int:
+            if held != seq:
+                raise KeyError(seq)
+            del self._held[key]
+            return
+        del held[seq]  # type: ignore[union-attr]
+        if not held:
+            del self._held[key]
+        else:
+            self._compact(key, held)  # type: ignore[arg-type]
+
+    def _compact(self, key: str, bucket: Postings) -> None:
+        """Store ``key``'s ``bucket`` as a bare ``seq`` if it is one posting of value 1.0."""
+        if len(bucket) == 1:
+            ((seq, value),) = bucket.pairs()
+            if value == 1.0:
+                self._held[key] = seq

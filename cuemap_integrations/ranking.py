@@ -306,7 +306,6 @@ def _explain(
     doc = index.docs[seq]
     cues, tags = set(doc.cues), set(doc.tags)
     carried = cues | tags
-    terms = {*doc.term_names, *doc.context_names}
     return ScoreBreakdown(
         contributions=parts,
         matched_cues=tuple(
@@ -318,7 +317,8 @@ def _explain(
             if not carried.isdisjoint(c.members) and not _only_self(c, seq)
         ),
         matched_tags=tuple(t for t in plan.tags if t in tags),
-        matched_terms=tuple(t for t in plan.terms if t in terms),
+        # the term postings, not the doc's terms: those are derived again from its content
+        matched_terms=tuple(t for t in plan.terms if index.terms.holds(t, seq)),
     )
 
 

@@ -24,6 +24,7 @@ import sys
 from collections.abc import ItemsView, Iterable, Iterator, MutableMapping
 from dataclasses import MISSING, fields
 from datetime import datetime, timezone
+from itertools import chain
 from typing import Any, NamedTuple, Protocol
 
 from .records import CueOrigin, JSONValue, MemoryRecord, MemoryType
@@ -58,20 +59,39 @@ class RecordHead(Protocol):
 
 
 class Row(NamedTuple):
-    """One memory, packed. ``extra`` is ``(name, value, name, value...)`` of the fields in
-    :data:`_EXTRA` that differ from their default: usually none, and a tuple of pairs is
-    smaller than a dict."""
+    """One memory, packed. ``kind`` is ``(type, source, namespace, cue_origin)``, one tuple
+    shared by every row with the same four (a store has a handful of combinations).
+    ``metadata`` and ``extra`` are flat ``(name, value, name, value...)`` tuples (a tuple is
+    smaller than a dict): its metadata, and the fields in :data:`_EXTRA` that differ from their
+    default (usually none)."""
 
     memory_id: str
     content: str
     cues: tuple[str, ...]
-    type: MemoryType
-    source: str | None
-    namespace: str
+    kind: tuple[MemoryType, str | None, str, CueOrigin]
     stamp: float | datetime  # created_at: POSIX seconds when they convert back exactly
-    metadata: dict[str, JSONValue] | None  # None when empty
-    cue_origin: CueOrigin
+    metadata: tuple[Any, ...] | None  # None when empty
     extra: tuple[Any, ...]
+
+    @property
+    def type(self) -> MemoryType:
+        """The memory's type."""
+        return self.kind[0]
+
+    @property
+    def source(self) -> str | None:
+        """Where the memory came from, or None."""
+        return self.kind[1]
+
+    @property
+    def namespace(self) -> str:
+        """The memory's namespace."""
+        return self.kind[2]
+
+    @property
+    def cue_origin(self) -> CueOrigin:
+        """Whether its cues were derived or given."""
+        return self.kind[3]
 
     @property
     def created_at(self) -> datetime:
@@ -131,7 +151,7 @@ def _stamp(when: datetime) -> float | datetime:
     return seconds if exact and when.tzinfo is timezone.utc and not when.fold else when
 
 
-def pack(record: MemoryRecord) -> Row:
+def pack(record: MemoryRecord, kinds: dict[tuple[Any, ...], Any]) -> Row:
     """The row of ``record`` (namespace and source strings shared between rows)."""
     values = record.__dict__  # every field, read without an attribute lookup each
     created, updated = values["created_at"], values["updated_at"]
@@ -141,15 +161,35 @@ def pack(record: MemoryRecord) -> Row:
         if value != default:
             extra += (name, value)
     return tuple.__new__(Row, (  # Row's own __new__ is a Python function: this is the hot path
-        record.memory_id, record.content, interned(record.cues), record.type,
-        _shared(record.source), _shared(record.namespace), _stamp(created),
-        record.metadata or None, record.cue_origin, tuple(extra),
+        record.memory_id, record.content, interned(record.cues), _kind(record, kinds),
+        _stamp(created), _flat(record.metadata), tuple(extra),
     ))  # fmt: skip
 
 
-def _shared(text: str | None) -> Any:
-    """``text`` interned (a str subclass, which intern refuses, is kept as it is)."""
-    return sys.intern(text) if type(text) is str else text
+_KINDS_SHARED = 4096  # distinct kinds a table shares (past that, as when every source differs,
+# sharing would save nothing: a row keeps its own)
+
+
+def _kind(
+    record: MemoryRecord, kinds: dict[tuple[Any, ...], Any]
+) -> tuple[MemoryType, str | None, str, CueOrigin]:
+    """The row's ``kind`` of ``record``: the equal one in ``kinds`` (added if there is room).
+    A kind holding a str subclass (equal to a plain string's) is kept as it is."""
+    kind = (record.type, record.source, record.namespace, record.cue_origin)
+    if type(record.namespace) is not str or type(record.source) not in _PLAIN:
+        return kind
+    shared = kinds.get(kind)
+    if shared is None and len(kinds) < _KINDS_SHARED:
+        shared = kinds[kind] = kind
+    return kind if shared is None else shared
+
+
+_PLAIN = (str, type(None))
+
+
+def _flat(metadata: dict[str, JSONValue] | None) -> tuple[Any, ...] | None:
+    """``metadata`` as ``(name, value, name, value...)``; None when empty."""
+    return tuple(chain.from_iterable(metadata.items())) if metadata else None
 
 
 def unpack(row: Row) -> MemoryRecord:
@@ -161,12 +201,17 @@ def unpack(row: Row) -> MemoryRecord:
         "source": row.source, "namespace": row.namespace, "last_accessed": None,
         "access_count": 0, "expires_at": None, "supersedes": None, "superseded_by": None,
         "superseded_at": None, "key": None,
-        "metadata": {} if row.metadata is None else row.metadata, "cue_origin": row.cue_origin,
+        "metadata": _pairs(row.metadata), "cue_origin": row.cue_origin,
     }  # fmt: skip
     extra = row.extra
     if extra:
         values.update(zip(extra[::2], extra[1::2], strict=True))
     return MemoryRecord._unchecked(values)
+
+
+def _pairs(flat: tuple[Any, ...] | None) -> dict[str, Any]:
+    """The dict a flat ``(name, value, ...)`` tuple stands for (empty for None)."""
+    return {} if flat is None else dict(zip(flat[::2], flat[1::2], strict=True))
 
 
 class RecordTable(MutableMapping[int, MemoryRecord]):
@@ -175,13 +220,14 @@ class RecordTable(MutableMapping[int, MemoryRecord]):
     The last :data:`RECENT` records read are kept built: one recall reads its hits in each of
     its passes, then again for notes and access counts."""
 
-    __slots__ = ("_recent", "_rows")
+    __slots__ = ("_kinds", "_recent", "_rows")
 
     RECENT = 1024
 
     def __init__(self) -> None:
         self._rows: dict[int, Row] = {}
         self._recent: dict[int, MemoryRecord] = {}  # oldest first
+        self._kinds: dict[tuple[Any, ...], Any] = {}  # kind -> itself, shared by rows
 
     def __getitem__(self, seq: int) -> MemoryRecord:
         record = self._recent.get(seq)
@@ -193,7 +239,7 @@ class RecordTable(MutableMapping[int, MemoryRecord]):
         return record
 
     def __setitem__(self, seq: int, record: MemoryRecord) -> None:
-        self._rows[seq] = pack(record)
+        self._rows[seq] = pack(record, self._kinds)
         self._recent.pop(seq, None)
 
     def __delitem__(self, seq: int) -> None:

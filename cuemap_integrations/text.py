@@ -1108,20 +1108,30 @@ _WORDED_BUCKETS = 5  # the last five of derive_cues' buckets (numbers to salient
 _Held: TypeAlias = "str | tuple[str, ...]"
 
 
+# A key: its one unit as a bare string (most cues are one word: a 1-tuple would cost 48 bytes
+# more each), or the tuple of its units.
+_Key: TypeAlias = "str | tuple[str, ...]"
+
+
 def _as_tuple(held: _Held) -> tuple[str, ...]:
     return (held,) if isinstance(held, str) else held
+
+
+def _key_length(key: _Key) -> int:
+    """How many units ``key`` has."""
+    return 1 if isinstance(key, str) else len(key)
 
 
 class CueLexicon:
     """Known cues, found in a query by longest match over :func:`query_units`.
 
-    The trie is stored flattened: a dict from each cue's unit tuple to the cue string(s) ending
-    there, plus the set of key lengths present. Looking up the longest key at a position costs
+    The trie is stored flattened: a dict from each cue's units (a bare string for one unit, else
+    a tuple) to the cue string(s) ending there, plus the set of key lengths present. Looking up the longest key at a position costs
     one dict probe per distinct key length (O(units × longest key) for a whole query) and no
     intermediate node is ever allocated, which keeps a million cues at roughly 200-250 bytes each.
 
     Cues are normalized on the way in and returned normalized. Several cue strings may share a
-    key (``orders`` and ``order`` both key ``('order',)``): all of them are returned, sorted, so
+    key (``orders`` and ``order`` both key ``'order'``): all of them are returned, sorted, so
     the output never depends on the order cues were added. ``add`` is reference counted.
 
     Example:
@@ -1136,7 +1146,7 @@ class CueLexicon:
 
     def __init__(self) -> None:
         self._refs: dict[str, int] = {}
-        self._keys: dict[tuple[str, ...], _Held] = {}
+        self._keys: dict[_Key, _Held] = {}
         self._length_counts: dict[int, int] = {}
         self._lengths: tuple[int, ...] = ()  # distinct key lengths, longest first
 
@@ -1208,28 +1218,31 @@ class CueLexicon:
                 resume, cues = self._longest(units, i)
                 found.update(dict.fromkeys(cues))
             for single in (unit, *(stem(p) for p in _parts(unit))):
-                found.update(dict.fromkeys(_as_tuple(self._keys.get((single,), ()))))
+                found.update(dict.fromkeys(_as_tuple(self._keys.get(single, ()))))
         return list(found)
 
     def _longest(self, units: list[str], start: int) -> tuple[int, tuple[str, ...]]:
         """End (exclusive) and cues of the longest key at ``start``; ``(start + 1, ())`` if none."""
         for length in self._lengths:
             if start + length <= len(units):
-                held = self._keys.get(tuple(units[start : start + length]))
+                key = units[start] if length == 1 else tuple(units[start : start + length])
+                held = self._keys.get(key)
                 if held is not None:
                     return start + length, _as_tuple(held)
         return start + 1, ()
 
-    def _key_of(self, cue: str) -> tuple[str, ...]:
+    def _key_of(self, cue: str) -> _Key:
         if cue.isascii() and cue.isalnum() and cue == cue.lower():
             # One lower-case ASCII word (most new cues: a name, a number): query_units would
             # find it whole and stem or mark it; this skips the normalize and scan (and their
             # cache entries) that bulk ingest otherwise pays for each new cue.
             unit = _STOP_MARK + cue if cue in STOP_WORDS else stem(cue)
-            return (cue,) if unit == cue else (sys.intern(unit),)
+            return cue if unit == cue else sys.intern(unit)
         units = query_units(cue)
         if units == [cue]:
-            return (cue,)  # share the string object the reference count already holds
+            return cue  # share the string object the reference count already holds
+        if len(units) == 1:
+            return sys.intern(units[0])
         # Interned: units such as CJK characters and common words recur across many keys.
         return tuple(sys.intern(u) for u in units)
 
@@ -1240,7 +1253,7 @@ class CueLexicon:
         held = self._keys.get(key)
         self._keys[key] = cue if held is None else tuple(sorted((*_as_tuple(held), cue)))
         if held is None:
-            self._count_length(len(key), 1)
+            self._count_length(_key_length(key), 1)
 
     def _remove(self, cue: str) -> None:
         key = self._key_of(cue)
@@ -1252,7 +1265,7 @@ class CueLexicon:
             self._keys[key] = rest[0] if len(rest) == 1 else rest
         else:
             del self._keys[key]
-            self._count_length(len(key), -1)
+            self._count_length(_key_length(key), -1)
 
     def _count_length(self, length: int, delta: int) -> None:
         count = self._length_counts.get(length, 0) + delta

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cuemap_integrations.postings import Postings
+from cuemap_integrations.postings import Postings, PostingsTable
 
 OPS = st.lists(
     st.tuples(
@@ -141,3 +142,100 @@ def test_extend_equals_putting_each(
     assert seqs_a.typecode == seqs_b.typecode
     assert (values_a is None) == (values_b is None)
     assert values_a is None or values_b is None or values_a.typecode == values_b.typecode
+
+
+def test_a_table_keeps_a_single_posting_of_one_as_a_bare_seq() -> None:
+    table = PostingsTable()
+    table.put("k", 5, 1.0)
+    assert table.held("k") == 5
+    assert dict(table["k"].pairs()) == {5: 1.0} and table.get("k") == table["k"]
+    table.put("k", 5, 1.0)  # again: still bare
+    assert table.held("k") == 5
+    table.put("k", 9, 1.0)  # two postings: a Postings object
+    assert isinstance(table.held("k"), Postings) and list(table["k"]) == [5, 9]
+    table.drop("k", 5)  # back to one: bare again
+    assert table.held("k") == 9
+    table.drop("k", 9)  # none: the key is gone
+    assert "k" not in table and len(table) == 0 and table.get("k") is None
+    with pytest.raises(KeyError):
+        table.drop("k", 9)
+
+
+def test_a_table_keeps_a_single_posting_of_another_value_as_postings() -> None:
+    table = PostingsTable()
+    table.put("k", 5, 2.0)
+    assert isinstance(table.held("k"), Postings) and table["k"][5] == 2.0
+    table.put("k", 5, 1.0)  # its value back to 1.0: bare
+    assert table.held("k") == 5
+    table.extend("j", [3], [0.5])
+    table.extend("i", [3], None)
+    table.extend("i", [4, 8], [1.0, 3.0])
+    assert dict(table["j"].pairs()) == {3: 0.5} and dict(table["i"].pairs()) == {
+        3: 1.0,
+        4: 1.0,
+        8: 3.0,
+    }
+    table.drop("i", 8)
+    table.drop("i", 4)
+    assert table.held("i") == 3
+    with pytest.raises(KeyError):
+        table.drop("i", 4)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from("ab"), st.booleans(), st.integers(1, 6), st.sampled_from([1.0, 2.0])
+        ),
+        max_size=30,
+    )
+)
+def test_a_table_equals_the_dict_of_dicts_it_replaces(
+    ops: list[tuple[str, bool, int, float]],
+) -> None:
+    table, expected = PostingsTable(), {}  # type: dict[str, dict[int, float]]
+    for key, put, seq, value in ops:
+        if put:
+            table.put(key, seq, value)
+            expected.setdefault(key, {})[seq] = value
+        elif seq in expected.get(key, {}):
+            table.drop(key, seq)
+            del expected[key][seq]
+            if not expected[key]:
+                del expected[key]
+    assert {k: dict(table[k].pairs()) for k in table} == expected
+    for key in table:
+        held = table.held(key)
+        assert (type(held) is int) == (list(expected[key].values()) == [1.0])
+
+
+def test_values_widen_from_one_byte_to_four_to_eight() -> None:
+    postings = Postings()
+    postings.extend([1, 2, 3], [2, 1, 255])  # term counts: one byte each
+    assert postings.buffers()[1].typecode == "B"  # type: ignore[union-attr]
+    postings.put(4, 256)  # past a byte
+    assert postings.buffers()[1].typecode == "f"  # type: ignore[union-attr]
+    postings.put(5, 0.1)  # not exact in four bytes
+    assert postings.buffers()[1].typecode == "d"  # type: ignore[union-attr]
+    assert dict(postings.pairs()) == {1: 2, 2: 1, 3: 255, 4: 256, 5: 0.1}
+    later = Postings()
+    later.extend([1, 2], [3, 4])
+    later.extend([5, 6], [0.5, 1e300])  # a batch that needs eight bytes
+    assert later.buffers()[1].typecode == "d" and list(later.weights()) == [3, 4, 0.5, 1e300]  # type: ignore[union-attr]
+
+
+def test_a_one_byte_value_array_reads_through_numpy() -> None:
+    np = pytest.importorskip("numpy")
+    postings = Postings()
+    postings.extend([1, 2, 9], [2, 1, 7])
+    values = postings.buffers()[1]
+    assert values is not None and values.typecode == "B"
+    assert np.array(values, dtype=np.float64).tolist() == [2.0, 1.0, 7.0]
+
+
+def test_holds_asks_one_posting_without_a_postings_object() -> None:
+    table = PostingsTable()
+    table.put("a", 3, 1.0)
+    table.extend("b", [3, 5], [2, 1])
+    assert table.holds("a", 3) and not table.holds("a", 5) and not table.holds("c", 3)
+    assert table.holds("b", 5) and not table.holds("b", 4)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -9,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cuemap_integrations import CueMap, MemoryRecord, MemoryType
-from cuemap_integrations.index import NamespaceIndex
+from cuemap_integrations.index import NamespaceIndex, content_terms_of
 from cuemap_integrations.ranking import Filters
 from cuemap_integrations.recordtable import RecordTable
 
@@ -177,3 +178,50 @@ def test_str_subclass_source_and_namespace_are_kept() -> None:
     table = RecordTable()
     table[1] = record
     assert table[1] == record and table.row(1).namespace == "n"
+
+
+def test_a_non_transcript_doc_keeps_its_content_and_removal_leaves_nothing() -> None:
+    index = NamespaceIndex()
+    content = "The orders table orders 超时了"
+    index.add(1, ["orders"], [], content_terms_of(content), content=content)
+    index.add(2, [], [], ["order"])
+    doc = index.docs[1]
+    assert doc.words is content and doc.length == len(content_terms_of(content))
+    assert dict(doc.terms) == dict(Counter(content_terms_of(content)))
+    assert doc.term_names[0] == "order" and doc.term_counts[0] == 2
+    index.remove(1)
+    assert set(index.terms) == {"order"} and list(index.terms["order"]) == [2]
+    assert not index.cues and index.total_length == 1
+    index.remove(2)
+    assert not index.terms and not index.docs and index.total_length == 0
+
+
+def test_transcript_turns_keep_their_terms() -> None:
+    with CueMap() as cm:
+        cm.add("Melanie painted a lake", memory_id="t1", type="event", metadata={"session_id": "s"})
+        cm.add("Caroline went to the lake", memory_id="n")
+        index = cm._indexes["default"]
+        turn = index.docs[cm._seq_of[("default", "t1")]]
+        note = index.docs[cm._seq_of[("default", "n")]]
+        assert isinstance(turn.words, tuple) and note.words == "Caroline went to the lake"
+        cm.delete("n")
+        assert "caroline" not in index.terms and "went" not in index.terms
+
+
+def test_metadata_round_trips_through_its_flat_tuple_and_kinds_are_shared() -> None:
+    table = RecordTable()
+    nested = {"speaker": "Mel", "n": 3, "tags": ["a", {"b": None}], "": 0.5}
+    for seq, metadata in enumerate(({}, nested, {"one": 1})):
+        table[seq] = MemoryRecord(
+            memory_id=f"m{seq}", content="x", created_at=T, updated_at=T, metadata=metadata,
+            source="chat", namespace="ns",
+        )  # fmt: skip
+    assert table.row(0).metadata is None and table[0].metadata == {}
+    assert table[1].metadata == nested and list(table[1].metadata) == list(nested)
+    assert table.row(2).metadata == ("one", 1)
+    assert table.row(0).kind is table.row(2).kind
+    assert (table.row(1).type, table.row(1).source, table.row(1).namespace) == (
+        MemoryType.NOTE,
+        "chat",
+        "ns",
+    )

@@ -549,3 +549,16 @@ def test_alias_find_in_equals_lexicon_find() -> None:
         assert set(table.find_in(text, stems)) == set(table.find(text))
 
     check()
+
+
+def test_lexicon_one_unit_keys_are_bare_strings_and_removal_empties_it() -> None:
+    lex = CueLexicon()
+    for cue in ("orders", "order", "order table", "超"):
+        lex.add(cue)
+    assert set(lex._keys) == {"order", ("order", "tabl"), "超"}  # stems
+    assert lex.match("the order table") == ["order table", "order", "orders"]
+    lex.discard("order table")
+    assert lex.match("the order table") == ["order", "orders"] and lex._lengths == (1,)
+    for cue in ("orders", "order", "超"):
+        lex.discard(cue)
+    assert not lex._keys and lex._lengths == () and lex.match("order 超") == []
