@@ -22,7 +22,13 @@ from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 from .postings import Postings
-from .topk import _Gain, _List, _TermGain, rest_bounds  # topk imports this lazily: no cycle
+from .topk import (  # topk imports this lazily: no cycle
+    RecallMemo,
+    _Gain,
+    _List,
+    _TermGain,
+    rest_bounds,
+)
 
 if TYPE_CHECKING:
     from .config import RecallConfig
@@ -397,6 +403,7 @@ def select(
     k: int,
     admitted: Callable[[int], bool],
     min_score: float | None,
+    memo: RecallMemo,
 ) -> dict[int, None]:
     """The memories that can be among the top ``k`` admitted hits (best first, with near-ties).
 
@@ -408,7 +415,7 @@ def select(
     too, so rounding in a different summation order never drops one the exact scores rank in.
     """
     view = view_of(index)
-    entries = _entries(view, lists)
+    entries = _entries(view, lists, memo)
     narrowed = None
     if view.size >= NARROW_MIN_MEMORIES:
         narrowed = _narrowed(view, entries, cfg, scorer, k, admitted)
@@ -423,17 +430,28 @@ def select(
     return _ranked_walk(view, sums, cand, positions, cfg, scorer, k, admitted, min_score)
 
 
-def _entries(view: ArrayView, lists: Sequence[_List]) -> list[_Entry]:
+def _entries(view: ArrayView, lists: Sequence[_List], memo: RecallMemo) -> list[_Entry]:
     """The query's lists as entries, its carried (session) lists merged into one.
 
     A session or feedback pass carries dozens of cues; each would cost a few array operations
     at every narrowing check, while together they only ever add a saturated sum (the session
-    cap bounds them as one list anyway, see :func:`_rest_bounds`)."""
-    entries = [_Entry(lst, *view.union(lst.keys)) for lst in lists]
+    cap bounds them as one list anyway, see :func:`_rest_bounds`). The query's own lists'
+    entries are made once per recall (``memo``): the feedback pass reads the same arrays."""
+    entries = [_entry(view, lst, memo) for lst in lists]
     carried = [e for e in entries if e.lst.signal == "session"]
     if len(carried) < 2:
         return entries
     return [e for e in entries if e.lst.signal != "session"] + [_merged(view, carried)]
+
+
+def _entry(view: ArrayView, lst: _List, memo: RecallMemo) -> _Entry:
+    """The entry of ``lst``, from ``memo`` when it is one of the query's own lists."""
+    if not memo.shared(lst):
+        return _Entry(lst, *view.union(lst.keys))
+    held: _Entry | None = memo.entries.get(id(lst))
+    if held is None:
+        held = memo.entries[id(lst)] = _Entry(lst, *view.union(lst.keys))
+    return held
 
 
 def _merged(view: ArrayView, entries: Sequence[_Entry]) -> _Entry:
