@@ -782,8 +782,9 @@ class CueMap:
 
             depth = self.config.feedback_hits
             # with feedback, the first pass only lends the cues of its top ``depth`` hits (a
-            # second pass replaces them), so it asks for those alone, without breakdowns
-            hits, trace = ranked((), depth or k, explain=not depth)
+            # second pass replaces them), without breakdowns; it asks for at least ``k``: its
+            # k-th best score is where the second pass's pruning starts (RecallMemo.floor)
+            hits, trace = ranked((), max(depth, k) if depth else k, explain=not depth)
             if depth and hits:
                 hits, trace = ranked(self._feedback(namespace, trace, hits))
             hits = hits[:k]

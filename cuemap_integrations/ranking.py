@@ -426,7 +426,9 @@ def _pass(
         min_score=min_score, memo=memo,
     )  # fmt: skip
     rows = fast.rows(sig, min_score)
-    return _Pass(_top_admitted(rows, k, admitted), sig, len(rows))
+    best = _top_admitted(rows, k, admitted)
+    memo.passed(plan, k, best)  # a later pass of the recall may start pruning from it
+    return _Pass(best, sig, len(rows))
 
 
 def _pass_with_rules(

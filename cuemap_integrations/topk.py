@@ -24,7 +24,7 @@ from .scoring import RULES, bm25_idf, bm25_term, saturate
 
 if TYPE_CHECKING:
     from .config import RecallConfig
-    from .ranking import QueryPlan
+    from .ranking import Concept, QueryPlan
 
 __all__ = ["Evidence", "FastScorer", "RecallMemo", "can_prune", "gather"]
 
@@ -121,12 +121,17 @@ class RecallMemo:
     The passes share the index, the time, the access counts and the query's own cues, tags and
     terms; only the carried concepts differ. So the priors, the query's own lists and their array
     entries are made once per recall. Never reuse one across recalls (the index may change).
+
+    It also keeps the last pass's k-th best score: a later pass that only adds carried concepts
+    starts pruning from it (:meth:`floor`).
     """
 
     priors: dict[int, float] = field(default_factory=dict)
     query_lists: list[_List] | None = None  # the query's own cue, tag and term lists
     own: frozenset[int] = frozenset()  # their ids (alive in the memo: unique while it is)
     entries: dict[int, Any] = field(default_factory=dict)  # id(list) -> its array entry
+    # the last pass's carried concepts, its k, and its k-th best score (see floor)
+    last: tuple[frozenset[Concept], int, float] | None = None
 
     def lists(self, index: NamespaceIndex, plan: QueryPlan, cfg: RecallConfig) -> list[_List]:
         """Every list of ``plan``: the query's own ones (made on the first pass), then the
@@ -139,6 +144,25 @@ class RecallMemo:
     def shared(self, lst: _List) -> bool:
         """True for the query's own lists."""
         return id(lst) in self.own
+
+    def passed(self, plan: QueryPlan, k: int, rows: Sequence[tuple[bool, float, int]]) -> None:
+        """Remember a pass's best ``rows`` (``(tag-only, -score, seq)``, best first): its k-th
+        score counts only when its ``k`` best all matched more than tags."""
+        kth = -rows[k - 1][1] if len(rows) >= k and not rows[k - 1][0] else -math.inf
+        self.last = (frozenset(plan.expanded_concepts), k, kth)
+
+    def floor(self, plan: QueryPlan, k: int) -> float:
+        """A lower bound of this pass's k-th best score (-inf when none is known).
+
+        The last pass's k-th best is one when this pass keeps every concept of it unchanged and
+        only adds carried ones (evidence weights are >= 0, so no memory's score drops: its k
+        best still score at least that) and asks for no more hits."""
+        if self.last is None:
+            return -math.inf
+        concepts, asked, kth = self.last
+        if k > asked or not concepts.issubset(plan.expanded_concepts):
+            return -math.inf
+        return kth
 
 
 def _cue_lists(index: NamespaceIndex, plan: QueryPlan, cfg: RecallConfig) -> list[_List]:
@@ -391,14 +415,16 @@ def gather(
     """
     memo = RecallMemo() if memo is None else memo
     lists = memo.lists(index, plan, cfg)
+    floor = memo.floor(plan, k) if scorer is not None else -math.inf
     lists.sort(key=lambda lst: -lst.bound)  # stable: equal bounds keep the plan's order
     run = _Pass(cfg, k, scorer, scorer.prior_max if scorer is not None else 0.0, admitted)
     if scorer is not None and _use_arrays(index, cfg):
         from .arrays import select
 
         chosen = select(
-            index, lists, cfg, scorer, k=k, admitted=admitted, min_score=min_score, memo=memo
-        )
+            index, lists, cfg, scorer, k=k, admitted=admitted, min_score=min_score, memo=memo,
+            floor=floor,
+        )  # fmt: skip
         run.survivors = run.ev.survivors = chosen
         for lst in lists:
             run.add(lst)  # exact evidence, for the chosen memories only
@@ -410,7 +436,7 @@ def gather(
     for i, lst in enumerate(lists):
         # theta is at most done[i] + prior_max: computing it pays only once rest < done
         if prune and run.survivors is None and rest[i] < done[i] and _worth_checking(run, lst):
-            theta = run.theta()
+            theta = max(run.theta(), floor)
             if rest[i] + run.prior_max < theta - _EPSILON:
                 run.start_pruning(rest[i], theta)
         run.add(lst)
