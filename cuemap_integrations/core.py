@@ -52,7 +52,7 @@ from .sync import ChangeFeed, RemoteChanges, SyncMode, check_sync
 from .text import derive_cues, normalize
 from .textkeys import TextMemo, text_keys
 from .threads import Threads
-from .topk import RecallMemo
+from .topk import RecallMemo, first_pass_hits
 from .validation import build_filters, check_recall_args, id_list, normalized_list
 
 if TYPE_CHECKING:
@@ -782,9 +782,9 @@ class CueMap:
 
             depth = self.config.feedback_hits
             # with feedback, the first pass only lends the cues of its top ``depth`` hits (a
-            # second pass replaces them), without breakdowns; it asks for at least ``k``: its
-            # k-th best score is where the second pass's pruning starts (RecallMemo.floor)
-            hits, trace = ranked((), max(depth, k) if depth else k, explain=not depth)
+            # second pass replaces them), without breakdowns
+            first = first_pass_hits(index, k, depth) if depth else k
+            hits, trace = ranked((), first, explain=not depth)
             if depth and hits:
                 hits, trace = ranked(self._feedback(namespace, trace, hits))
             hits = hits[:k]

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from .config import RecallConfig
     from .ranking import Concept, QueryPlan
 
-__all__ = ["Evidence", "FastScorer", "RecallMemo", "can_prune", "gather"]
+__all__ = ["Evidence", "FastScorer", "RecallMemo", "can_prune", "first_pass_hits", "gather"]
 
 _SIGNALS = ("cue", "session", "tag", "content")
 _EPSILON = 1e-9  # bounds and final scores are summed in different orders: leave a margin
@@ -441,6 +441,18 @@ def gather(
                 run.start_pruning(rest[i], theta)
         run.add(lst)
     return run.ev
+
+
+def first_pass_hits(index: NamespaceIndex, k: int, depth: int) -> int:
+    """How many hits a first pass asks for when its top ``depth`` feed a feedback pass.
+
+    In a large namespace it asks for ``k`` too: its k-th best score lets the feedback pass
+    prune from the start (:meth:`RecallMemo.floor`; 100k A/B x0.97). In a small one the wider
+    first pass costs more than that saves (LoCoMo stores, k=20: x1.06), so it asks ``depth``.
+    """
+    from . import arrays  # imports NumPy only when a query uses it
+
+    return max(depth, k) if len(index) >= arrays.ARRAY_MIN_MEMORIES else depth
 
 
 def rest_bounds(lists: Sequence[_List], session_cap: float) -> list[float]:
