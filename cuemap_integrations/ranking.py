@@ -488,14 +488,27 @@ def _boosts(
     boosts = []
     if plan.period is not None and cfg.date_bonus:
         period = plan.period.stretched(cfg.date_days_after)  # once, not per candidate
-        boosts.append(
-            _Boost("date", cfg.date_bonus, lambda seq: period.covers(head(seq).created_at))
-        )
+        boosts.append(_Boost("date", cfg.date_bonus, _created_within(period, head)))
     if plan.speaker_turns and cfg.speaker_bonus:
         turns = plan.speaker_turns
         holds = turns[0].__contains__ if len(turns) == 1 else lambda s: any(s in t for t in turns)
         boosts.append(_Boost("speaker", cfg.speaker_bonus, holds))
     return tuple(boosts)
+
+
+def _created_within(period: Period, head: Callable[[int], RecordHead]) -> Callable[[int], bool]:
+    """``seq ->`` was the memory created in ``period``. Packed rows keep the creation time as
+    POSIX seconds (exact: see :class:`~cuemap_integrations.recordtable.Row`), compared as they
+    are: building a datetime per candidate was most of the date bonus's cost."""
+    start, end = period.start.timestamp(), period.end.timestamp()
+
+    def holds(seq: int) -> bool:
+        stamp = getattr(head(seq), "stamp", None)
+        if stamp is None or isinstance(stamp, datetime):  # a record, or a row's exact datetime
+            return period.covers(head(seq).created_at)
+        return bool(start <= stamp < end)
+
+    return holds
 
 
 def _bonus(boosts: Sequence[_Boost]) -> Callable[[int], float] | None:
