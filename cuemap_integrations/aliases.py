@@ -20,6 +20,8 @@ from .text import CueLexicon, is_cjk, normalize, query_units, stem
 
 __all__ = ["AliasTable"]
 
+_CONCEPT_MEMO = 1 << 16  # cues whose concept is remembered (a vocabulary's worth)
+
 
 class AliasTable:
     """Equivalence groups of normalized terms, with longest-match lookup in free text."""
@@ -32,6 +34,7 @@ class AliasTable:
         self._firsts: frozenset[str] = frozenset()  # set with _probe_cache (see _summarize)
         self._needs: dict[str, frozenset[str]] = {}
         self._has_cjk = self._always = False
+        self._concepts: dict[str, tuple[object, tuple[str, ...]]] = {}  # see concept()
         for group in groups:
             self.add_group(group)
 
@@ -40,6 +43,7 @@ class AliasTable:
         terms = tuple(dict.fromkeys(normalize(t) for t in group if normalize(t)))
         index = len(self._groups)
         self._probe_cache = None
+        self._concepts.clear()
         self._groups.append(terms)
         for term in terms:
             self._group_of.setdefault(term, []).append(index)
@@ -123,6 +127,23 @@ class AliasTable:
         """The index of the first group containing ``term``, or None."""
         groups = self._group_of.get(term)
         return groups[0] if groups else None
+
+    def concept(self, cue: str) -> tuple[object, tuple[str, ...]]:
+        """The key of the concept ``cue`` belongs to (its alias group, else its stem units) and
+        the concept's terms. Memoized: every pass of every recall asks it for each carried cue;
+        a change of groups starts the memo over."""
+        known = self._concepts.get(cue)
+        if known is None:
+            if len(self._concepts) >= _CONCEPT_MEMO:  # many distinct cues: start over
+                self._concepts.clear()
+            group = self.group_of(cue)
+            known = (
+                (("alias", group), self._groups[group])
+                if group is not None
+                else (("stem", *query_units(cue)), (cue,))
+            )
+            self._concepts[cue] = known
+        return known
 
     def members(self, group: int) -> tuple[str, ...]:
         """The terms of group number ``group``."""

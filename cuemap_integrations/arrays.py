@@ -22,7 +22,13 @@ from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 from .postings import Postings
-from .topk import _Gain, _List, _TermGain, rest_bounds  # topk imports this lazily: no cycle
+from .topk import (  # topk imports this lazily: no cycle
+    RecallMemo,
+    _Gain,
+    _List,
+    _TermGain,
+    rest_bounds,
+)
 
 if TYPE_CHECKING:
     from .config import RecallConfig
@@ -397,6 +403,8 @@ def select(
     k: int,
     admitted: Callable[[int], bool],
     min_score: float | None,
+    memo: RecallMemo,
+    floor: float = -math.inf,
 ) -> dict[int, None]:
     """The memories that can be among the top ``k`` admitted hits (best first, with near-ties).
 
@@ -406,12 +414,14 @@ def select(
     Otherwise every memory any list reaches is scored. Then admitted candidates are walked best
     first until ``k`` are found, and every candidate within :data:`_EPSILON` of the k-th is kept
     too, so rounding in a different summation order never drops one the exact scores rank in.
+    ``floor`` is a known lower bound of the k-th best score (an earlier pass's): theta starts
+    there.
     """
     view = view_of(index)
-    entries = _entries(view, lists)
+    entries = _entries(view, lists, memo)
     narrowed = None
     if view.size >= NARROW_MIN_MEMORIES:
-        narrowed = _narrowed(view, entries, cfg, scorer, k, admitted)
+        narrowed = _narrowed(view, entries, cfg, scorer, k, admitted, floor)
     if narrowed is not None:
         cand, sums, positions = narrowed
     else:
@@ -420,20 +430,31 @@ def select(
         cand = positions = sums.present()
     if not len(cand):
         return {}
-    return _ranked_walk(view, sums, cand, positions, cfg, scorer, k, admitted, min_score)
+    return _ranked_walk(view, sums, cand, positions, cfg, scorer, k, admitted, min_score, floor)
 
 
-def _entries(view: ArrayView, lists: Sequence[_List]) -> list[_Entry]:
+def _entries(view: ArrayView, lists: Sequence[_List], memo: RecallMemo) -> list[_Entry]:
     """The query's lists as entries, its carried (session) lists merged into one.
 
     A session or feedback pass carries dozens of cues; each would cost a few array operations
     at every narrowing check, while together they only ever add a saturated sum (the session
-    cap bounds them as one list anyway, see :func:`_rest_bounds`)."""
-    entries = [_Entry(lst, *view.union(lst.keys)) for lst in lists]
+    cap bounds them as one list anyway, see :func:`_rest_bounds`). The query's own lists'
+    entries are made once per recall (``memo``): the feedback pass reads the same arrays."""
+    entries = [_entry(view, lst, memo) for lst in lists]
     carried = [e for e in entries if e.lst.signal == "session"]
     if len(carried) < 2:
         return entries
     return [e for e in entries if e.lst.signal != "session"] + [_merged(view, carried)]
+
+
+def _entry(view: ArrayView, lst: _List, memo: RecallMemo) -> _Entry:
+    """The entry of ``lst``, from ``memo`` when it is one of the query's own lists."""
+    if not memo.shared(lst):
+        return _Entry(lst, *view.union(lst.keys))
+    held: _Entry | None = memo.entries.get(id(lst))
+    if held is None:
+        held = memo.entries[id(lst)] = _Entry(lst, *view.union(lst.keys))
+    return held
 
 
 def _merged(view: ArrayView, entries: Sequence[_Entry]) -> _Entry:
@@ -460,10 +481,13 @@ def _merged(view: ArrayView, entries: Sequence[_Entry]) -> _Entry:
 def _ranked_walk(
     view: ArrayView, sums: _Sums, cand: Any, positions: Any, cfg: RecallConfig,
     scorer: FastScorer, k: int, admitted: Callable[[int], bool], min_score: float | None,
+    floor: float,
 ) -> dict[int, None]:  # fmt: skip
     np = _np()
     if len(cand) > 16 * max(4 * k, 64):
-        cand, positions = _within_reach(view, sums, cand, positions, cfg, scorer, k, admitted)
+        cand, positions = _within_reach(
+            view, sums, cand, positions, cfg, scorer, k, admitted, floor
+        )
     score = _scores(view, sums, cand, positions, cfg, scorer)
     tag_only = sums.tag_only(positions)
     if min_score is not None:  # the caller drops these; they must not take a place in the top k
@@ -477,7 +501,7 @@ def _ranked_walk(
 
 def _within_reach(
     view: ArrayView, sums: _Sums, cand: Any, positions: Any, cfg: RecallConfig,
-    scorer: FastScorer, k: int, admitted: Callable[[int], bool],
+    scorer: FastScorer, k: int, admitted: Callable[[int], bool], floor: float,
 ) -> tuple[Any, Any]:  # fmt: skip
     """The candidates whose score can reach the k-th best, when many memories matched.
 
@@ -494,7 +518,7 @@ def _within_reach(
     top = np.argpartition(-evidence, block - 1)[:block]
     top = top[~tag_only[top]]
     lower = evidence[top] + _priors(view, cand[top], scorer)  # without the bonus: a lower bound
-    theta = _kth(view, cand[top], lower, k, admitted)
+    theta = max(_kth(view, cand[top], lower, k, admitted), floor)
     if theta == -math.inf:
         return cand, positions
     keep = np.flatnonzero(evidence + scorer.prior_max >= theta - _EPSILON)
@@ -503,7 +527,7 @@ def _within_reach(
 
 def _narrowed(
     view: ArrayView, entries: Sequence[_Entry], cfg: RecallConfig, scorer: FastScorer,
-    k: int, admitted: Callable[[int], bool],
+    k: int, admitted: Callable[[int], bool], floor: float,
 ) -> tuple[Any, _Sums, Any] | None:  # fmt: skip
     """Candidates from the shortest lists, with every list's evidence for them, once the other
     lists provably cannot bring in anyone else; None when that needs too much of the index.
@@ -527,8 +551,8 @@ def _narrowed(
         last = i == len(order) - 1
         if not last and (
             len(order[i + 1].slots) < 2 * len(entry.slots)  # check before a longer list only
-            or rest[i + 1] >= rest[0] - rest[i + 1]  # theta cannot beat the rest yet
-        ):
+            or rest[i + 1] + prior_max >= max(rest[0] - rest[i + 1] + prior_max, floor)
+        ):  # theta cannot beat the rest yet
             continue
         cand = _unique(np.concatenate([e.slots for e in order[: i + 1]]))
         parts = [(e.lst.signal, *e.within(view, cand)) for e in order[: i + 1]]
@@ -540,7 +564,7 @@ def _narrowed(
             view, partial, cand, at, cfg, scorer, with_bonus=False
         )  # evidence only adds
         sure = ~partial.tag_only(at)
-        theta = _kth(view, cand[sure], lower[sure], k, admitted)
+        theta = max(_kth(view, cand[sure], lower[sure], k, admitted), floor)
         if rest[i + 1] + prior_max >= theta - _EPSILON:
             continue
         # candidates that cannot reach theta even with every list not taken (and the largest

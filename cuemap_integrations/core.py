@@ -52,6 +52,7 @@ from .sync import ChangeFeed, RemoteChanges, SyncMode, check_sync
 from .text import derive_cues, normalize
 from .textkeys import TextMemo, text_keys
 from .threads import Threads, thread_of
+from .topk import RecallMemo, first_pass_hits
 from .validation import build_filters, check_recall_args, id_list, normalized_list
 
 if TYPE_CHECKING:
@@ -771,7 +772,7 @@ class CueMap:
             speakers = self._threads.named_speakers(namespace, read.normalized)
             turns = self._threads.turns_by(namespace, speakers)
             read = replace(read, speakers=speakers, speaker_turns=turns)
-            priors: dict[int, float] = {}  # both passes: same time, counts and bonuses
+            memo = RecallMemo()  # what both passes share: same time, counts and query words
 
             def ranked(
                 extra: Sequence[Carried], k: int = k, explain: bool = True
@@ -780,13 +781,14 @@ class CueMap:
                 return rank(
                     index, self._records, counts, plan, self.config,
                     k=k, filters=filters, now=now, min_score=min_score, exclude=exclude,
-                    prune=self.config.prune, explain=explain, priors=priors,
+                    prune=self.config.prune, explain=explain, memo=memo,
                 )  # fmt: skip
 
             depth = self.config.feedback_hits
             # with feedback, the first pass only lends the cues of its top ``depth`` hits (a
-            # second pass replaces them), so it asks for those alone, without breakdowns
-            hits, trace = ranked((), depth or k, explain=not depth)
+            # second pass replaces them), without breakdowns
+            first = first_pass_hits(index, k, depth) if depth else k
+            hits, trace = ranked((), first, explain=not depth)
             if depth and hits:
                 hits, trace = ranked(self._feedback(namespace, trace, hits))
             hits = hits[:k]
@@ -862,7 +864,7 @@ class CueMap:
             return
         self._store.write_access([(seq, c, when) for seq, (c, when) in self._access.items()])
         for seq, (count, when) in self._access.items():
-            self._records[seq] = self._records[seq].evolve(access_count=count, last_accessed=when)
+            self._records[seq] = self._records[seq]._accessed(count, when)
         self._access.clear()
 
     def session(

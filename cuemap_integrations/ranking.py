@@ -24,7 +24,7 @@ from .recordtable import RecordHead, RecordTable
 from .results import Hit, RecallTrace, ScoreBreakdown
 from .scoring import Features, combine
 from .text import content_terms, derive_cues, normalize, query_units
-from .topk import Evidence, FastScorer, gather
+from .topk import Evidence, FastScorer, RecallMemo, gather
 
 __all__ = [
     "Carried",
@@ -245,20 +245,13 @@ def _strongest(carried: Iterable[Carried]) -> tuple[tuple[str, float], ...]:
     return tuple(best.items())
 
 
-def _concept_key(cue: str, aliases: AliasTable) -> tuple[object, tuple[str, ...]]:
-    group = aliases.group_of(cue)
-    if group is not None:
-        return ("alias", group), aliases.members(group)
-    return ("stem", *query_units(cue)), (cue,)
-
-
 def _concepts(found: Iterable[str], aliases: AliasTable) -> tuple[tuple[str, ...], ...]:
     """Group cues that mean the same thing: an alias group and every cue sharing a stem key
     with one of its members ("meeting", "meetings", "meet", "会议") count as one concept."""
     groups: list[dict[str, None]] = []
     owner: dict[object, int] = {}  # a stem key or an alias group -> its concept's index
     for cue in found:
-        group, names = aliases.group_of(cue), _concept_key(cue, aliases)[1]
+        group, names = aliases.group_of(cue), aliases.concept(cue)[1]
         keys: list[object] = [("stem", *query_units(n)) for n in (cue, *names)]
         keys += [("alias", group)] if group is not None else []
         known = [owner[k] for k in keys if k in owner]
@@ -276,7 +269,7 @@ def _weighted_concepts(carried: Iterable[Carried], aliases: AliasTable) -> tuple
     the union of their sources."""
     groups: dict[object, tuple[dict[str, None], float, frozenset[int], float | None]] = {}
     for item in carried:
-        key, members = _concept_key(item.cue, aliases)
+        key, members = aliases.concept(item.cue)
         names, best, sources, factor = groups.get(key, ({}, 0.0, frozenset(), item.self_factor))
         names.update(dict.fromkeys((item.cue, *members)))
         if item.weight > best:  # the strongest carrier decides how much a memory helps itself
@@ -346,7 +339,7 @@ def rank(
     exclude: frozenset[str] = frozenset(),
     prune: bool = True,
     explain: bool = True,
-    priors: dict[int, float] | None = None,
+    memo: RecallMemo | None = None,
 ) -> tuple[list[Hit], RecallTrace]:
     """Score every candidate memory and return the top ``k`` hits with the query trace.
 
@@ -355,8 +348,9 @@ def rank(
     ``prune`` (the default), candidates that provably cannot reach the top ``k`` are skipped
     (:mod:`.topk`); the hits are the same as without it. ``explain=False`` leaves the hits'
     breakdowns empty, for a pass whose hits only feed the next pass (pseudo-relevance feedback).
-    ``priors`` memoizes each memory's query-independent prior; passes of one recall share it (same
-    time, access counts and bonuses), so the second pass does not compute them again.
+    ``memo`` holds what the passes of one recall share (same time, access counts, bonuses and
+    query words): each memory's query-independent prior and the query's own evidence lists, so
+    the second pass does not compute them again.
 
     A query naming a day or a month, or the speaker of transcript turns, gives the memories
     created then, or that speaker's turns, a bonus (:func:`_boosts`). It is part of each
@@ -376,11 +370,12 @@ def rank(
 
     boosts = _boosts(plan, cfg, head)
     bonus = _bonus(boosts)
+    memo = RecallMemo() if memo is None else memo
     fast = FastScorer(
-        cfg, index.docs, now.timestamp(), access, bonus, sum(b.value for b in boosts), priors
+        cfg, index.docs, now.timestamp(), access, bonus, sum(b.value for b in boosts), memo.priors
     )
     if FastScorer.usable(cfg):
-        ranked = _pass(index, plan, cfg, k, fast, prune, admitted, min_score)
+        ranked = _pass(index, plan, cfg, k, fast, prune, admitted, min_score, memo)
     else:
         ranked = _pass_with_rules(
             index, records, access, plan, cfg, k, admitted, now, min_score, bonus
@@ -423,14 +418,17 @@ def _pass(
     prune: bool,
     admitted: Callable[[int], bool],
     min_score: float | None,
+    memo: RecallMemo,
 ) -> _Pass:
     """The best ``k`` admitted rows by the built-in rules (``fast``), pruned when ``prune``."""
     sig = gather(
         index, plan, cfg, k=k, scorer=fast if prune else None, admitted=admitted,
-        min_score=min_score,
+        min_score=min_score, memo=memo,
     )  # fmt: skip
     rows = fast.rows(sig, min_score)
-    return _Pass(_top_admitted(rows, k, admitted), sig, len(rows))
+    best = _top_admitted(rows, k, admitted)
+    memo.passed(plan, k, best)  # a later pass of the recall may start pruning from it
+    return _Pass(best, sig, len(rows))
 
 
 def _pass_with_rules(
@@ -490,14 +488,27 @@ def _boosts(
     boosts = []
     if plan.period is not None and cfg.date_bonus:
         period = plan.period.stretched(cfg.date_days_after)  # once, not per candidate
-        boosts.append(
-            _Boost("date", cfg.date_bonus, lambda seq: period.covers(head(seq).created_at))
-        )
+        boosts.append(_Boost("date", cfg.date_bonus, _created_within(period, head)))
     if plan.speaker_turns and cfg.speaker_bonus:
         turns = plan.speaker_turns
         holds = turns[0].__contains__ if len(turns) == 1 else lambda s: any(s in t for t in turns)
         boosts.append(_Boost("speaker", cfg.speaker_bonus, holds))
     return tuple(boosts)
+
+
+def _created_within(period: Period, head: Callable[[int], RecordHead]) -> Callable[[int], bool]:
+    """``seq ->`` was the memory created in ``period``. Packed rows keep the creation time as
+    POSIX seconds (exact: see :class:`~cuemap_integrations.recordtable.Row`), compared as they
+    are: building a datetime per candidate was most of the date bonus's cost."""
+    start, end = period.start.timestamp(), period.end.timestamp()
+
+    def holds(seq: int) -> bool:
+        stamp = getattr(head(seq), "stamp", None)
+        if stamp is None or isinstance(stamp, datetime):  # a record, or a row's exact datetime
+            return period.covers(head(seq).created_at)
+        return bool(start <= stamp < end)
+
+    return holds
 
 
 def _bonus(boosts: Sequence[_Boost]) -> Callable[[int], float] | None:

@@ -16,7 +16,7 @@ import heapq
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .index import IndexedDoc, NamespaceIndex
 from .postings import Postings
@@ -24,9 +24,9 @@ from .scoring import RULES, bm25_idf, bm25_term, saturate
 
 if TYPE_CHECKING:
     from .config import RecallConfig
-    from .ranking import QueryPlan
+    from .ranking import Concept, QueryPlan
 
-__all__ = ["Evidence", "FastScorer", "can_prune", "gather"]
+__all__ = ["Evidence", "FastScorer", "RecallMemo", "can_prune", "first_pass_hits", "gather"]
 
 _SIGNALS = ("cue", "session", "tag", "content")
 _EPSILON = 1e-9  # bounds and final scores are summed in different orders: leave a margin
@@ -114,7 +114,58 @@ def _union_size(index: NamespaceIndex, keys: tuple[tuple[str, str], ...]) -> int
     return len(set().union(*(index.postings(kind)[key] for kind, key in keys)))
 
 
-def _concept_lists(index: NamespaceIndex, plan: QueryPlan, cfg: RecallConfig) -> list[_List]:
+@dataclass
+class RecallMemo:
+    """What every pass of one recall (the first and the feedback pass) computes alike.
+
+    The passes share the index, the time, the access counts and the query's own cues, tags and
+    terms; only the carried concepts differ. So the priors, the query's own lists and their array
+    entries are made once per recall. Never reuse one across recalls (the index may change).
+
+    It also keeps the last pass's k-th best score: a later pass that only adds carried concepts
+    starts pruning from it (:meth:`floor`).
+    """
+
+    priors: dict[int, float] = field(default_factory=dict)
+    query_lists: list[_List] | None = None  # the query's own cue, tag and term lists
+    own: frozenset[int] = frozenset()  # their ids (alive in the memo: unique while it is)
+    entries: dict[int, Any] = field(default_factory=dict)  # id(list) -> its array entry
+    # the last pass's carried concepts, its k, and its k-th best score (see floor)
+    last: tuple[frozenset[Concept], int, float] | None = None
+
+    def lists(self, index: NamespaceIndex, plan: QueryPlan, cfg: RecallConfig) -> list[_List]:
+        """Every list of ``plan``: the query's own ones (made on the first pass), then the
+        carried concepts' ones (made each pass)."""
+        if self.query_lists is None:
+            self.query_lists = _cue_lists(index, plan, cfg) + _term_lists(index, plan, cfg)
+            self.own = frozenset(map(id, self.query_lists))
+        return self.query_lists + _carried_lists(index, plan, cfg)
+
+    def shared(self, lst: _List) -> bool:
+        """True for the query's own lists."""
+        return id(lst) in self.own
+
+    def passed(self, plan: QueryPlan, k: int, rows: Sequence[tuple[bool, float, int]]) -> None:
+        """Remember a pass's best ``rows`` (``(tag-only, -score, seq)``, best first): its k-th
+        score counts only when its ``k`` best all matched more than tags."""
+        kth = -rows[k - 1][1] if len(rows) >= k and not rows[k - 1][0] else -math.inf
+        self.last = (frozenset(plan.expanded_concepts), k, kth)
+
+    def floor(self, plan: QueryPlan, k: int) -> float:
+        """A lower bound of this pass's k-th best score (-inf when none is known).
+
+        The last pass's k-th best is one when this pass keeps every concept of it unchanged and
+        only adds carried ones (evidence weights are >= 0, so no memory's score drops: its k
+        best still score at least that) and asks for no more hits."""
+        if self.last is None:
+            return -math.inf
+        concepts, asked, kth = self.last
+        if k > asked or not concepts.issubset(plan.expanded_concepts):
+            return -math.inf
+        return kth
+
+
+def _cue_lists(index: NamespaceIndex, plan: QueryPlan, cfg: RecallConfig) -> list[_List]:
     n, w = len(index), cfg.weights
     out: list[_List] = []
     for members in plan.cues:
@@ -123,6 +174,12 @@ def _concept_lists(index: NamespaceIndex, plan: QueryPlan, cfg: RecallConfig) ->
             postings = tuple(index.cues[m] for _, m in keys)
             idf = bm25_idf(n, _union_size(index, keys))
             out.append(_List("cue", w["cue"] * idf, postings, _Gain(idf), keys))
+    return out
+
+
+def _carried_lists(index: NamespaceIndex, plan: QueryPlan, cfg: RecallConfig) -> list[_List]:
+    n, w = len(index), cfg.weights
+    out: list[_List] = []
     most = max(cfg.carry_min_df, int(cfg.carry_max_share * n))
     tables = (("cue", index.cues), ("tag", index.tags))
     for concept in plan.expanded_concepts:
@@ -341,6 +398,7 @@ def gather(
     scorer: FastScorer | None,
     admitted: Callable[[int], bool],
     min_score: float | None = None,
+    memo: RecallMemo | None = None,
 ) -> Evidence:
     """The evidence of the query for every memory that can still be in the top ``k``.
 
@@ -353,14 +411,20 @@ def gather(
             gathers every candidate (the reference the pruned pass must equal).
         admitted: True when a memory passes the recall's filters.
         min_score: hits below it will be dropped (the array path keeps them out of the top k).
+        memo: what the passes of one recall share (None: this pass shares nothing).
     """
-    lists = _concept_lists(index, plan, cfg) + _term_lists(index, plan, cfg)
+    memo = RecallMemo() if memo is None else memo
+    lists = memo.lists(index, plan, cfg)
+    floor = memo.floor(plan, k) if scorer is not None else -math.inf
     lists.sort(key=lambda lst: -lst.bound)  # stable: equal bounds keep the plan's order
     run = _Pass(cfg, k, scorer, scorer.prior_max if scorer is not None else 0.0, admitted)
     if scorer is not None and _use_arrays(index, cfg):
         from .arrays import select
 
-        chosen = select(index, lists, cfg, scorer, k=k, admitted=admitted, min_score=min_score)
+        chosen = select(
+            index, lists, cfg, scorer, k=k, admitted=admitted, min_score=min_score, memo=memo,
+            floor=floor,
+        )  # fmt: skip
         run.survivors = run.ev.survivors = chosen
         for lst in lists:
             run.add(lst)  # exact evidence, for the chosen memories only
@@ -372,11 +436,23 @@ def gather(
     for i, lst in enumerate(lists):
         # theta is at most done[i] + prior_max: computing it pays only once rest < done
         if prune and run.survivors is None and rest[i] < done[i] and _worth_checking(run, lst):
-            theta = run.theta()
+            theta = max(run.theta(), floor)
             if rest[i] + run.prior_max < theta - _EPSILON:
                 run.start_pruning(rest[i], theta)
         run.add(lst)
     return run.ev
+
+
+def first_pass_hits(index: NamespaceIndex, k: int, depth: int) -> int:
+    """How many hits a first pass asks for when its top ``depth`` feed a feedback pass.
+
+    In a large namespace it asks for ``k`` too: its k-th best score lets the feedback pass
+    prune from the start (:meth:`RecallMemo.floor`; 100k A/B x0.97). In a small one the wider
+    first pass costs more than that saves (LoCoMo stores, k=20: x1.06), so it asks ``depth``.
+    """
+    from . import arrays  # imports NumPy only when a query uses it
+
+    return max(depth, k) if len(index) >= arrays.ARRAY_MIN_MEMORIES else depth
 
 
 def rest_bounds(lists: Sequence[_List], session_cap: float) -> list[float]:

@@ -3,19 +3,23 @@ postings stays in step with every change to the index (a differential test)."""
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import random
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import datetime, timedelta, timezone
 from types import SimpleNamespace
 from typing import Any
 from unittest import mock
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from cuemap_integrations import CueMap, arrays
+from cuemap_integrations.ranking import Carried, Filters, plan_query, rank, with_carried
+from cuemap_integrations.topk import RecallMemo
 
 from ..conftest import T0
 from .test_topk import KS, QUERIES, SEEDS, TYPE_FILTERS, TYPES, _store, build, ranked
@@ -55,12 +59,22 @@ def assert_same(got: list[tuple[str, float]], expected: list[tuple[str, float]])
     since_day=st.one_of(st.none(), st.integers(1, 28)),
     narrow=st.booleans(),
 )
+@example(seed=0, query=["the"], k=1, types=None, since_day=None, narrow=True)  # no list at all
+@example(seed=1, query=["the"], k=1, types=None, since_day=None, narrow=False)
 def test_array_ranking_equals_exhaustive(seed, query, k, types, since_day, narrow) -> None:
     cm = _store(seed % 5, 400)
     text = " ".join(query)
     since = None if since_day is None else T0.replace(day=since_day)
     expected = ranked(cm, text, k, False, types=types, since=since)
     assert_same(by_arrays(cm, text, k, narrow, types=types, since=since), expected)
+
+
+@pytest.mark.parametrize("narrow", [True, False])
+def test_a_query_of_stop_words_or_unknown_words_finds_nothing(narrow: bool) -> None:
+    """No evidence list at all (every word a stop word, or none indexed): no hit, no error."""
+    cm = _store(0, 400)
+    for query in ("the", "the of and", "zzzqx"):
+        assert by_arrays(cm, query, 1, narrow) == ranked(cm, query, 1, False) == []
 
 
 def test_min_score_never_lets_a_dropped_hit_hold_a_place() -> None:
@@ -299,3 +313,66 @@ def test_mirrors_of_all_one_lists_keep_no_values() -> None:
         grown.append(view.size, 2.5)  # a value other than 1.0 brings the values back
         assert grown.values is not None and grown.arrays()[1][-1] == 2.5
         assert set(grown.arrays()[1][:-1]) == {1.0}
+
+
+@pytest.mark.parametrize("size", [60, 400])
+@pytest.mark.parametrize("through_arrays", [True, False])
+def test_passes_sharing_a_recall_memo_rank_as_fresh_passes(size: int, through_arrays: bool) -> None:
+    """The feedback pass reuses the first pass's lists and entries (RecallMemo): the same hits
+    and scores as a pass that builds its own, and the query's own lists are not built again."""
+    cm = _store(3, size)
+    index, now = cm._indexes["default"], cm.now()
+    read = plan_query("order cache team the", index, cm.aliases)
+    top = next(iter(index.docs))
+    carried = [Carried(cue, 0.8, frozenset({top})) for cue in index.docs[top].cues]
+    plans = (read, with_carried(read, carried, cm.aliases))
+
+    def passes(memos: list[RecallMemo]) -> list[list[tuple[str, float]]]:
+        out = []
+        for plan, memo in zip(plans, memos, strict=True):
+            hits, _ = rank(
+                index, cm._records, {}, plan, cm.config, k=5, filters=Filters(), now=now,
+                memo=memo,
+            )  # fmt: skip
+            out.append([(h.memory_id, h.score) for h in hits])
+        return out
+
+    shared = RecallMemo()
+    with arrays_for_every_size() if through_arrays else nullcontext():
+        fresh, reused = passes([RecallMemo(), RecallMemo()]), passes([shared, shared])
+    assert reused == fresh
+    assert shared.query_lists and len(shared.own) == len(shared.query_lists)
+    assert bool(shared.entries) == through_arrays
+
+
+@pytest.mark.parametrize("k", [1, 3, 10])
+def test_a_feedback_pass_pruned_from_the_first_pass_floor_ranks_exactly(k: int) -> None:
+    """The feedback pass starts pruning at the first pass's k-th score (RecallMemo.floor): the
+    recall still equals the unpruned one, through arrays and the Python pass alike."""
+    cm = _store(4, 400)
+    for query in ("order cache team", "caroline painting festival", "the", "订单 超时 team"):
+        with mock.patch.object(cm, "config", dataclasses.replace(cm.config, prune=False)):
+            expected = cm.recall(query, k=k)
+        for context in (arrays_for_every_size(), nullcontext()):
+            with context:
+                got = cm.recall(query, k=k)
+            assert_same(
+                [(h.memory_id, h.score) for h in got.hits],
+                [(h.memory_id, h.score) for h in expected.hits],
+            )
+
+
+def test_the_floor_holds_only_for_a_pass_that_keeps_the_last_ones_concepts() -> None:
+    cm = _store(0, 60)
+    index = cm._indexes["default"]
+    plan = plan_query("order cache", index, cm.aliases)
+    first = with_carried(plan, [Carried("team", 1.0)], cm.aliases)
+    memo = RecallMemo()
+    assert memo.floor(plan, 3) == -math.inf  # no pass yet
+    memo.passed(first, 5, [(False, -2.0, 1)] * 5)
+    more = with_carried(plan, [Carried("team", 1.0), Carried("redis", 0.5)], cm.aliases)
+    assert memo.floor(more, 3) == memo.floor(more, 5) == 2.0
+    assert memo.floor(more, 6) == -math.inf  # more hits than the last pass had
+    assert memo.floor(plan, 3) == -math.inf  # the carried "team" is gone: scores may drop
+    memo.passed(first, 5, [(False, -2.0, 1)] * 4 + [(True, -1.0, 2)])
+    assert memo.floor(more, 5) == -math.inf  # its 5th best matched only tags

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from cuemap_integrations import CueMap
-from cuemap_integrations.ranking import Period, named_period
+from cuemap_integrations.ranking import Period, _created_within, named_period
 
 from ..conftest import FakeClock
 
@@ -104,3 +104,24 @@ def test_the_bonus_ranking_is_the_exact_top_k_of_all_candidates() -> None:
     assert rescored[:5] != list(everything)[:5]  # the bonus matters here
     for k in (1, 5, 20):
         assert dated.recall(query, k=k).memory_ids == [h.memory_id for h in rescored[:k]]
+
+
+@pytest.mark.parametrize("packed", [True, False])
+def test_creation_in_a_period_is_read_alike_from_packed_rows_and_records(packed: bool) -> None:
+    """The date bonus compares a packed row's POSIX stamp as it is, a record's datetime as
+    it is: the same answer at the period's edges (its start counts, its end does not)."""
+    period = Period(START_MAY, START_MAY + timedelta(days=1))
+    edges = [START_MAY - timedelta(microseconds=1), START_MAY, period.end - timedelta(microseconds=1),
+             period.end, datetime(2023, 5, 1, 2, 0, 0, 123457, tzinfo=UTC)]  # fmt: skip
+    cm = CueMap(clock=FakeClock(MAY_8))
+    for i, created in enumerate(edges):
+        cm.add(f"memory {i}", memory_id=f"m{i}", created_at=created)
+    records = cm._records
+    assert all(isinstance(row.stamp, float) for _, row in records.rows())  # POSIX seconds
+    head = records.row if packed else records.__getitem__
+    holds = _created_within(period, head)
+    assert (
+        [holds(cm._seq_of[("default", f"m{i}")]) for i in range(len(edges))]
+        == [period.covers(created) for created in edges]
+        == [False, True, True, False, True]
+    )
