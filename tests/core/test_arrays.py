@@ -276,6 +276,21 @@ def test_carried_lists_merge_into_one_entry_with_summed_gains(size: int) -> None
     assert merged.gains(view, merged.slots, merged.values) is merged.values  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("size", [40, 4000])  # sorted together, and marked in the namespace
+@pytest.mark.parametrize(
+    "lists", [[], [[]], [[3]], [[1, 4, 9], [], [4, 7], [0, 4, 9, 30]], [[5, 6], [5, 6]]]
+)
+def test_joined_gives_distinct_slots_and_each_lists_positions(
+    size: int, lists: list[list[int]]
+) -> None:
+    # No list at all (a query of stop words only) must give an empty integer array, not fail.
+    np = arrays._np()
+    distinct, where = arrays._joined([np.array(s, dtype=np.int64) for s in lists], size)
+    expected = sorted({slot for s in lists for slot in s})
+    assert distinct.dtype.kind == "i" and distinct.tolist() == expected
+    assert [distinct[at].tolist() for at in where] == lists
+
+
 def test_mirrors_stay_within_their_budget_and_rank_the_same() -> None:
     # Every word ever queried would stay mirrored: the least recently read go past a budget,
     # are made again when needed, and no union outlives a member a later write changes.
