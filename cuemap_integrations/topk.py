@@ -16,7 +16,7 @@ import heapq
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .index import IndexedDoc, NamespaceIndex
 from .postings import Postings
@@ -51,12 +51,13 @@ class Evidence:
         return dict.fromkeys([*self.cue, *self.session, *self.tag, *self.content])
 
 
-@dataclass(frozen=True)
-class _List:
+class _List(NamedTuple):
+    """One evidence list (a NamedTuple: a recall builds dozens, cheaper than a dataclass)."""
+
     signal: str
     bound: float  # the most this list adds to one memory's (weighted) score
     postings: tuple[Mapping[int, object], ...]
-    gain: Callable[[int], float]
+    gain: _Gain | _TermGain | Callable[[int], float]  # a NamedTuple is no Callable to mypy
     keys: tuple[tuple[str, str], ...]  # (kind, key) of each posting list, for the array view
 
     def members(self) -> Iterable[int]:
@@ -68,8 +69,7 @@ class _List:
         return any(seq in p for p in self.postings)
 
 
-@dataclass(frozen=True)
-class _Gain:
+class _Gain(NamedTuple):
     """A list's constant gain, except for one memory (a session cue's own source)."""
 
     value: float
@@ -80,8 +80,7 @@ class _Gain:
         return self.special_value if seq == self.special else self.value
 
 
-@dataclass(frozen=True)
-class _TermGain:
+class _TermGain(NamedTuple):
     """BM25 gain of one content term for the memories that contain it."""
 
     idf: float
