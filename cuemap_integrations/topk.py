@@ -56,7 +56,7 @@ class _List(NamedTuple):
 
     signal: str
     bound: float  # the most this list adds to one memory's (weighted) score
-    postings: tuple[Mapping[int, object], ...]
+    postings: tuple[Postings, ...]
     gain: _Gain | _TermGain | Callable[[int], float]  # a NamedTuple is no Callable to mypy
     keys: tuple[tuple[str, str], ...]  # (kind, key) of each posting list, for the array view
 
@@ -91,9 +91,11 @@ class _TermGain(NamedTuple):
     b: float
 
     def __call__(self, seq: int) -> float:
-        return self.idf * bm25_term(
-            self.bucket[seq], self.docs[seq].length, self.avg, self.k1, self.b
-        )
+        return self.of(seq, self.bucket[seq])
+
+    def of(self, seq: int, tf: float) -> float:
+        """The gain of ``seq``, which holds the term ``tf`` times (or with that weight)."""
+        return self.idf * bm25_term(tf, self.docs[seq].length, self.avg, self.k1, self.b)
 
     def add_all(self, values: dict[int, float]) -> None:
         """Add the gain to every memory holding the term (inlined: the hottest loop)."""
@@ -329,13 +331,7 @@ class _Pass:
     def add(self, lst: _List) -> None:
         values = getattr(self.ev, lst.signal)
         if self.survivors is not None:
-            if len(lst.postings) == 1:  # the common case, without a call per survivor
-                bucket = lst.postings[0]
-                held = [seq for seq in self.survivors if seq in bucket]
-            else:
-                held = [seq for seq in self.survivors if lst.holds(seq)]
-            for seq in held:
-                values[seq] = values.get(seq, 0.0) + lst.gain(seq)
+            self._add_survivors(lst, values)
             return
         gain, get = lst.gain, values.get
         if isinstance(gain, _Gain):  # constant gain: the hot loop without a call per posting
@@ -349,6 +345,21 @@ class _Pass:
             gain.add_all(values)
             return
         for seq in lst.members():
+            values[seq] = get(seq, 0.0) + gain(seq)
+
+    def _add_survivors(self, lst: _List, values: dict[int, float]) -> None:
+        """Add the list's gains of the survivors it holds."""
+        survivors, gain, get = self.survivors or {}, lst.gain, values.get
+        if len(lst.postings) == 1:  # the common case: one call for every survivor
+            held = lst.postings[0].among(survivors)
+            if isinstance(gain, _TermGain):  # the value found is the term frequency
+                for seq, tf in held:
+                    values[seq] = get(seq, 0.0) + gain.of(seq, tf)
+                return
+            seqs = [seq for seq, _ in held]
+        else:
+            seqs = [seq for seq in survivors if lst.holds(seq)]
+        for seq in seqs:
             values[seq] = get(seq, 0.0) + gain(seq)
 
     def lower(self, seqs: list[int]) -> list[float]:

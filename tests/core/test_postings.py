@@ -40,6 +40,17 @@ def test_postings_equal_the_dict_they_replace(ops: list[tuple[bool, int, float]]
     assert "7" not in postings and 7.5 not in postings
 
 
+@given(OPS, st.lists(st.integers(0, 60), max_size=20, unique=True))
+def test_among_reads_the_held_of_many_seqs_in_their_order(
+    ops: list[tuple[bool, int, float]], asked: list[int]
+) -> None:
+    # either form (one posting or arrays), asked nothing, or seqs it does not hold
+    postings, expected = replay(ops)
+    assert postings.among(dict.fromkeys(asked)) == [
+        (s, expected[s]) for s in asked if s in expected
+    ]
+
+
 def test_values_are_stored_only_once_one_differs_from_one() -> None:
     postings = Postings()
     for seq in range(5):
