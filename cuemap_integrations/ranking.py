@@ -294,8 +294,9 @@ def _features(
 
 
 def _explain(
-    seq: int, index: NamespaceIndex, plan: QueryPlan, parts: tuple[tuple[str, float], ...]
-) -> ScoreBreakdown:
+    seq: int, index: NamespaceIndex, plan: QueryPlan, parts: tuple[tuple[str, float], ...],
+    carriers: Mapping[str, tuple[int, ...]],
+) -> ScoreBreakdown:  # fmt: skip
     doc = index.docs[seq]
     cues, tags = set(doc.cues), set(doc.tags)
     carried = cues | tags
@@ -304,14 +305,33 @@ def _explain(
         matched_cues=tuple(
             _first_in(group, cues) for group in plan.cues if not cues.isdisjoint(group)
         ),
-        session_cues=tuple(
-            _first_in(c.members, carried)
-            for c in plan.expanded_concepts
-            if not carried.isdisjoint(c.members) and not _only_self(c, seq)
-        ),
+        session_cues=_session_cues(plan, carriers, carried, seq),
         matched_tags=tuple(t for t in plan.tags if t in tags),
         # the term postings, not the doc's terms: those are derived again from its content
         matched_terms=tuple(t for t in plan.terms if index.terms.holds(t, seq)),
+    )
+
+
+def _carriers(plan: QueryPlan) -> dict[str, tuple[int, ...]]:
+    """Each carried concept member's concepts (positions in the plan), made once per rank: a
+    hit then looks up its own few cues instead of testing every carried concept."""
+    carriers: dict[str, tuple[int, ...]] = {}
+    for at, concept in enumerate(plan.expanded_concepts):
+        for member in dict.fromkeys(concept.members):
+            carriers[member] = (*carriers.get(member, ()), at)
+    return carriers
+
+
+def _session_cues(
+    plan: QueryPlan, carriers: Mapping[str, tuple[int, ...]], carried: set[str], seq: int
+) -> tuple[str, ...]:
+    """The first member the memory carries of each carried concept it matches, in plan order."""
+    concepts = plan.expanded_concepts
+    matched = sorted({at for cue in carried for at in carriers.get(cue, ())})
+    return tuple(
+        _first_in(concepts[at].members, carried)
+        for at in matched
+        if not _only_self(concepts[at], seq)
     )
 
 
@@ -384,9 +404,10 @@ def rank(
     if not explain:
         bare = [Hit(records[seq], -neg, _UNEXPLAINED) for _, neg, seq in rows]
         return bare, _trace(plan, ranked.scored, bare)
+    carriers = _carriers(plan)
     hits = [
         _hit(seq, -neg, records[seq], ranked.sig, index, plan, cfg, now, access(seq),
-             tuple((b.name, b.value) for b in boosts if b.holds(seq)))
+             tuple((b.name, b.value) for b in boosts if b.holds(seq)), carriers)
         for _, neg, seq in rows
     ]  # fmt: skip
     return hits, _trace(plan, ranked.scored, hits)
@@ -533,9 +554,10 @@ def _hit(
     now: datetime,
     access: int,
     bonuses: tuple[tuple[str, float], ...],
+    carriers: Mapping[str, tuple[int, ...]],
 ) -> Hit:
     _, parts = combine(_features(seq, record, sig, now, access), cfg)  # the same sum, explained
-    return Hit(record, score, _explain(seq, index, plan, parts + bonuses))
+    return Hit(record, score, _explain(seq, index, plan, parts + bonuses, carriers))
 
 
 def _trace(plan: QueryPlan, candidates: int, hits: Sequence[Hit]) -> RecallTrace:
