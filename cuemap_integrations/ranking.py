@@ -392,7 +392,14 @@ def rank(
     bonus = _bonus(boosts)
     memo = RecallMemo() if memo is None else memo
     fast = FastScorer(
-        cfg, index.docs, now.timestamp(), access, bonus, sum(b.value for b in boosts), memo.priors
+        cfg,
+        index.docs,
+        now.timestamp(),
+        access,
+        bonus,
+        sum(b.value for b in boosts),
+        memo.priors,
+        memo.bonuses,
     )
     if FastScorer.usable(cfg):
         ranked = _pass(index, plan, cfg, k, fast, prune, admitted, min_score, memo)

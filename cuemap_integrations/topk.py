@@ -128,6 +128,7 @@ class RecallMemo:
     """
 
     priors: dict[int, float] = field(default_factory=dict)
+    bonuses: dict[int, float] = field(default_factory=dict)  # the date/speaker bonus
     query_lists: list[_List] | None = None  # the query's own cue, tag and term lists
     own: frozenset[int] = frozenset()  # their ids (alive in the memo: unique while it is)
     entries: dict[int, Any] = field(default_factory=dict)  # id(list) -> its array entry
@@ -236,6 +237,7 @@ class FastScorer:
         bonus: Callable[[int], float] | None = None,
         bonus_max: float = 0.0,
         priors: dict[int, float] | None = None,
+        bonuses: dict[int, float] | None = None,
     ) -> None:
         w = cfg.weights
         self.cfg, self.docs, self.now_ts, self.access = cfg, docs, now_ts, access
@@ -248,6 +250,7 @@ class FastScorer:
         # the most the prior adds (recency is at most 1; the frequency penalty only subtracts)
         self.prior_max = self.w_recency + max([0.0, *self.type_bonus.values()]) + bonus_max
         self._priors: dict[int, float] = {} if priors is None else priors
+        self._bonuses: dict[int, float] = {} if bonuses is None else bonuses
 
     @staticmethod
     def usable(cfg: RecallConfig) -> bool:
@@ -260,6 +263,16 @@ class FastScorer:
         cached = self._priors.get(seq)
         if cached is None:
             cached = self._priors[seq] = self._prior(seq)
+        return cached
+
+    def bonus_of(self, seq: int) -> float:
+        """The query's bonus of ``seq`` (0 without one), memoized: every pass of a recall asks
+        it of the same candidates, and a date bonus reads the memory's row."""
+        if self.bonus is None:
+            return 0.0
+        cached = self._bonuses.get(seq)
+        if cached is None:
+            cached = self._bonuses[seq] = self.bonus(seq)
         return cached
 
     def _prior(self, seq: int) -> float:
