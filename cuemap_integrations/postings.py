@@ -356,7 +356,7 @@ class PostingsTable(Mapping[str, Postings]):
         elif held != seq or value != 1.0:
             bucket = self._bucket(key)
             bucket.put(seq, value)
-            if type(bucket) is _OnePosting:  # its value may be back to 1.0
+            if len(bucket) == 1:  # its one value may be back to 1.0 (in either form)
                 self._compact(key, bucket)
 
     def extend(self, key: str, seqs: Sequence[int], values: Sequence[float] | None) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from cuemap_integrations.postings import Postings, PostingsTable
@@ -201,6 +201,7 @@ def test_a_table_keeps_a_single_posting_of_another_value_as_postings() -> None:
         max_size=30,
     )
 )
+@example([("a", True, 1, 1.0), ("a", True, 2, 2.0), ("a", False, 1, 1.0), ("a", True, 2, 1.0)])
 def test_a_table_equals_the_dict_of_dicts_it_replaces(
     ops: list[tuple[str, bool, int, float]],
 ) -> None:
