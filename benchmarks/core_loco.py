@@ -243,15 +243,8 @@ def named(point: Point) -> dict[str, Any]:
 
 def text(result: Mapping[str, Any]) -> str:
     """The printed table: one row per fold and objective, then the means."""
-    headers = [
-        "held out",
-        "objective",
-        "chosen (date, speaker, feedback)",
-        "R@10",
-        "H@10",
-        "W@20",
-        "tok@20",
-    ]
+    headers = ["held out", "objective", "chosen (date, speaker, feedback)"]
+    headers += ["R@10", "H@10", "W@20", "tok@20"]
     rows = []
     for name, block in result["objectives"].items():
         for fold in block["folds"]:

@@ -476,17 +476,9 @@ def _merged(view: ArrayView, entries: Sequence[_Entry]) -> _Entry:
     """One entry for several session lists: each memory they reach once (ascending), with
     the sum of its gains from them, in list order."""
     np = _np()
-    slots = np.concatenate([e.slots for e in entries])
+    slots, where = _joined([e.slots for e in entries], view.size)
     gains = np.concatenate([e.full(view) for e in entries])
-    if len(slots) * 16 < view.size:  # short: sorting beats a pass over the namespace
-        order = np.argsort(slots, kind="stable")
-        slots, gains = slots[order], gains[order]
-        starts = np.flatnonzero(np.concatenate(([True], slots[1:] != slots[:-1])))
-        slots, gains = slots[starts], np.add.reduceat(gains, starts)
-    else:
-        total = np.bincount(slots, gains, minlength=view.size)
-        slots = np.flatnonzero(np.bincount(slots, minlength=view.size))
-        gains = total[slots]
+    gains = np.bincount(np.concatenate(where), gains, minlength=len(slots))  # in input order
     bound = sum(e.lst.bound for e in entries)
     # no postings, keys or gain of its own: a summed entry's values are its gains (see gains())
     merged = _List("session", bound, (), _Gain(math.nan), ())

@@ -787,7 +787,7 @@ class CueMap:
             depth = self.config.feedback_hits
             # with feedback, the first pass only lends the cues of its top ``depth`` hits (a
             # second pass replaces them), without breakdowns
-            first = first_pass_hits(index, k, depth) if depth else k
+            first = first_pass_hits(index, self.config, k, depth) if depth else k
             hits, trace = ranked((), first, explain=not depth)
             if depth and hits:
                 hits, trace = ranked(self._feedback(namespace, trace, hits))

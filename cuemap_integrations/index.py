@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING
 
 from .postings import PostingsTable
 from .recordtable import interned
-from .text import CueLexicon, normalize, stems_and_terms
+from .text import CueLexicon, content_terms
 
 if TYPE_CHECKING:
     from .arrays import ArrayView
 
-__all__ = ["IndexedDoc", "NamespaceIndex", "content_terms_of"]
+__all__ = ["IndexedDoc", "NamespaceIndex"]
 
 
 class _Pending:
@@ -97,12 +97,7 @@ def _words_of(
     words: str | tuple[tuple[str, ...], bytes | tuple[int, ...]],
 ) -> tuple[tuple[str, ...], bytes | tuple[int, ...]]:
     """Term names and counts of an :attr:`IndexedDoc.words` (derived again from content)."""
-    return _counted(content_terms_of(words)) if isinstance(words, str) else words
-
-
-def content_terms_of(content: str) -> list[str]:
-    """The BM25 terms of ``content``, in text order: what the core indexes it under."""
-    return stems_and_terms(normalize(content))[1]
+    return _counted(content_terms(words)) if isinstance(words, str) else words
 
 
 def _distinct(keys: Iterable[str]) -> tuple[str, ...]:
@@ -167,8 +162,9 @@ class NamespaceIndex:
     ) -> None:
         """Index memory ``seq`` (replacing what it had indexed before, if anything).
 
-        ``content``: the memory's content when ``terms`` are :func:`content_terms_of` it (not a
-        transcript turn's): the doc keeps the string instead of the terms.
+        ``content``: the memory's content when ``terms`` are its
+        :func:`~cuemap_integrations.text.content_terms` (not a transcript turn's): the doc keeps
+        the string instead of the terms.
         ``defer=True`` (bulk ingest of new memories, in ascending ``seq`` order): its postings
         are collected and appended to the tables by :meth:`flush`, which must come before the
         tables are read. A batch then costs one append per key instead of one per posting."""

@@ -286,6 +286,11 @@ class _OnePosting(Postings):
         return seqs, None if value == 1.0 else array("d", (value,))
 
 
+def _as_postings(held: Postings | int) -> Postings:
+    """What a :class:`PostingsTable` stores for a key, as a :class:`Postings`."""
+    return held if isinstance(held, Postings) else _OnePosting.of(held)
+
+
 class PostingsTable(Mapping[str, Postings]):
     """``key -> Postings``; a key held once with value 1.0 is stored as the bare ``seq``.
 
@@ -309,15 +314,12 @@ class PostingsTable(Mapping[str, Postings]):
         return self._held[key]
 
     def __getitem__(self, key: str) -> Postings:
-        held = self._held[key]
-        return held if isinstance(held, Postings) else _OnePosting.of(held)
+        return _as_postings(self._held[key])
 
     def get(self, key: str, default: Any = None) -> Any:
         """``self[key]``, or ``default`` if absent (one probe: readers ask this per query key)."""
         held = self._held.get(key)
-        if held is None:
-            return default
-        return held if isinstance(held, Postings) else _OnePosting.of(held)
+        return default if held is None else _as_postings(held)
 
     def __contains__(self, key: object) -> bool:
         return key in self._held

@@ -531,9 +531,10 @@ def _created_within(period: Period, head: Callable[[int], RecordHead]) -> Callab
     start, end = period.start.timestamp(), period.end.timestamp()
 
     def holds(seq: int) -> bool:
-        stamp = getattr(head(seq), "stamp", None)
+        row = head(seq)
+        stamp = getattr(row, "stamp", None)
         if stamp is None or isinstance(stamp, datetime):  # a record, or a row's exact datetime
-            return period.covers(head(seq).created_at)
+            return period.covers(row.created_at)
         return bool(start <= stamp < end)
 
     return holds

@@ -1109,26 +1109,22 @@ _Held: TypeAlias = "str | tuple[str, ...]"
 
 
 # A key: its one unit as a bare string (most cues are one word: a 1-tuple would cost 48 bytes
-# more each), or the tuple of its units.
-_Key: TypeAlias = "str | tuple[str, ...]"
+# more each), or the tuple of its units; the same shape as _Held, read by the same _as_tuple.
+_Key: TypeAlias = _Held
 
 
 def _as_tuple(held: _Held) -> tuple[str, ...]:
     return (held,) if isinstance(held, str) else held
 
 
-def _key_length(key: _Key) -> int:
-    """How many units ``key`` has."""
-    return 1 if isinstance(key, str) else len(key)
-
-
 class CueLexicon:
     """Known cues, found in a query by longest match over :func:`query_units`.
 
     The trie is stored flattened: a dict from each cue's units (a bare string for one unit, else
-    a tuple) to the cue string(s) ending there, plus the set of key lengths present. Looking up the longest key at a position costs
-    one dict probe per distinct key length (O(units × longest key) for a whole query) and no
-    intermediate node is ever allocated, which keeps a million cues at roughly 200-250 bytes each.
+    a tuple) to the cue string(s) ending there, plus the set of key lengths present. Looking up
+    the longest key at a position costs one dict probe per distinct key length (O(units ×
+    longest key) for a whole query) and no intermediate node is ever allocated, which keeps a
+    million cues at roughly 200-250 bytes each.
 
     Cues are normalized on the way in and returned normalized. Several cue strings may share a
     key (``orders`` and ``order`` both key ``'order'``): all of them are returned, sorted, so
@@ -1253,7 +1249,7 @@ class CueLexicon:
         held = self._keys.get(key)
         self._keys[key] = cue if held is None else tuple(sorted((*_as_tuple(held), cue)))
         if held is None:
-            self._count_length(_key_length(key), 1)
+            self._count_length(len(_as_tuple(key)), 1)
 
     def _remove(self, cue: str) -> None:
         key = self._key_of(cue)
@@ -1265,7 +1261,7 @@ class CueLexicon:
             self._keys[key] = rest[0] if len(rest) == 1 else rest
         else:
             del self._keys[key]
-            self._count_length(_key_length(key), -1)
+            self._count_length(len(_as_tuple(key)), -1)
 
     def _count_length(self, length: int, delta: int) -> None:
         count = self._length_counts.get(length, 0) + delta

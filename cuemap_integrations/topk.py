@@ -466,16 +466,15 @@ def gather(
     return run.ev
 
 
-def first_pass_hits(index: NamespaceIndex, k: int, depth: int) -> int:
+def first_pass_hits(index: NamespaceIndex, cfg: RecallConfig, k: int, depth: int) -> int:
     """How many hits a first pass asks for when its top ``depth`` feed a feedback pass.
 
-    In a large namespace it asks for ``k`` too: its k-th best score lets the feedback pass
-    prune from the start (:meth:`RecallMemo.floor`; 100k A/B x0.97). In a small one the wider
-    first pass costs more than that saves (LoCoMo stores, k=20: x1.06), so it asks ``depth``.
+    Where the array path ranks it asks for ``k`` too: its k-th best score lets the feedback
+    pass prune from the start (:meth:`RecallMemo.floor`; 100k A/B x0.97). On the Python path
+    (small namespaces) the wider first pass costs more than that saves (LoCoMo stores, k=20:
+    x1.06), so it asks ``depth``.
     """
-    from . import arrays  # imports NumPy only when a query uses it
-
-    return max(depth, k) if len(index) >= arrays.ARRAY_MIN_MEMORIES else depth
+    return max(depth, k) if _use_arrays(index, cfg) else depth
 
 
 def rest_bounds(lists: Sequence[_List], session_cap: float) -> list[float]:

@@ -10,9 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cuemap_integrations import CueMap, MemoryRecord, MemoryType
-from cuemap_integrations.index import NamespaceIndex, content_terms_of
+from cuemap_integrations.index import NamespaceIndex
 from cuemap_integrations.ranking import Filters
 from cuemap_integrations.recordtable import RecordTable
+from cuemap_integrations.text import content_terms
 
 T = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
 
@@ -183,11 +184,11 @@ def test_str_subclass_source_and_namespace_are_kept() -> None:
 def test_a_non_transcript_doc_keeps_its_content_and_removal_leaves_nothing() -> None:
     index = NamespaceIndex()
     content = "The orders table orders 超时了"
-    index.add(1, ["orders"], [], content_terms_of(content), content=content)
+    index.add(1, ["orders"], [], content_terms(content), content=content)
     index.add(2, [], [], ["order"])
     doc = index.docs[1]
-    assert doc.words is content and doc.length == len(content_terms_of(content))
-    assert dict(doc.terms) == dict(Counter(content_terms_of(content)))
+    assert doc.words is content and doc.length == len(content_terms(content))
+    assert dict(doc.terms) == dict(Counter(content_terms(content)))
     assert doc.term_names[0] == "order" and doc.term_counts[0] == 2
     index.remove(1)
     assert set(index.terms) == {"order"} and list(index.terms["order"]) == [2]
