@@ -23,7 +23,7 @@ from .records import MemoryRecord, MemoryType, coerce_timestamp
 from .recordtable import RecordHead, RecordTable
 from .results import Hit, RecallTrace, ScoreBreakdown
 from .scoring import Features, combine
-from .text import content_terms, derive_cues, normalize, query_units
+from .text import content_terms, derive_cues, joined_pairs, normalize, query_units, stem
 from .topk import Evidence, FastScorer, RecallMemo, gather
 
 __all__ = [
@@ -215,6 +215,11 @@ def plan_query(
     derived = derive_cues(query)
     found += [cue for cue in derived if cue in index.cues]
     found += [normalize(c) for c in extra_cues if normalize(c)]
+    # "ice cream" also asks for "icecream", where a memory wrote it so (see joined_pairs)
+    terms = content_terms(normalized)
+    for unit in map(stem, joined_pairs(normalized)):
+        found += index.cue_lexicon.unit_cues(unit)
+        terms += [unit] if index.terms.get(unit) else []
     plan = QueryPlan(
         query=query,
         normalized=normalized,
@@ -222,7 +227,7 @@ def plan_query(
         expanded=(),
         expanded_concepts=(),
         tags=tuple(index.tag_lexicon.match(normalized)),
-        terms=tuple(dict.fromkeys(content_terms(normalized))),
+        terms=tuple(dict.fromkeys(terms)),
         period=named_period(derived),
     )
     return with_carried(plan, expanded, aliases)

@@ -47,6 +47,7 @@ __all__ = [
     "content_terms",
     "derive_cues",
     "is_cjk",
+    "joined_pairs",
     "normalize",
     "query_units",
     "stem",
@@ -702,6 +703,45 @@ def content_terms(text: str) -> list[str]:
     return terms
 
 
+def joined_pairs(text: str) -> list[str]:
+    """Each pair of adjacent plain words of ``text`` written as one word, in text order.
+
+    People write the same compound apart in one sentence and as one word in another ("ice
+    cream" / "icecream", "data base" / "database", "web site" / "website"); the memory's word
+    then never meets the query's two. The query side reads each pair of adjacent words (one
+    space apart, letters only, neither a stop word, so "a way" never becomes "away") also as
+    the joined word, and keeps it only where the index knows it (see ``ranking.plan_query``).
+    Memories are not split or joined: that would guess, and cost every memory.
+
+    Args:
+        text: any text (normalized here).
+
+    Returns:
+        The joined words, without duplicates, unstemmed.
+
+    Example:
+        >>> joined_pairs("Any ice cream on the web site?")
+        ['icecream', 'website']
+    """
+    tokens = normalize(text).split(" ")
+    # the second word may end a clause ("web site?"); the first may not ("ice, cream")
+    pairs = zip(tokens, (t.rstrip(_CLAUSE_END) for t in tokens[1:]), strict=False)
+    return list(dict.fromkeys(a + b for a, b in pairs if _is_plain_word(a) and _is_plain_word(b)))
+
+
+_CLAUSE_END = ",.;:!?)\"'"
+
+
+def _is_plain_word(token: str) -> bool:
+    """Two or more letters, no CJK character (a CJK run is no word), not a stop word."""
+    return (
+        len(token) > 1
+        and token.isalpha()
+        and (token.isascii() or _CJK_CHAR_RE.search(token) is None)
+        and token not in STOP_WORDS
+    )
+
+
 _STOP_MARK = "\x00"
 
 
@@ -1216,6 +1256,11 @@ class CueLexicon:
             for single in (unit, *(stem(p) for p in _parts(unit))):
                 found.update(dict.fromkeys(_as_tuple(self._keys.get(single, ()))))
         return list(found)
+
+    def unit_cues(self, unit: str) -> tuple[str, ...]:
+        """The cues whose key is the one unit ``unit`` (a stemmed word, as :func:`query_units`
+        gives it): what :meth:`match` finds for it, in one look-up."""
+        return _as_tuple(self._keys.get(unit, ()))
 
     def _longest(self, units: list[str], start: int) -> tuple[int, tuple[str, ...]]:
         """End (exclusive) and cues of the longest key at ``start``; ``(start + 1, ())`` if none."""

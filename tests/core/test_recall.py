@@ -253,6 +253,20 @@ def test_dates_and_units_match_however_they_are_written(cm: CueMap) -> None:
     assert "5ms" in cm.recall("is 5 ms the budget?", explain=True)[0].breakdown.matched_cues
 
 
+def test_a_compound_written_apart_in_the_query_finds_it_written_as_one(cm: CueMap) -> None:
+    cm.add("Nate makes coconut milk icecream", memory_id="joined")
+    cm.add("The milk went off", memory_id="milk")
+    result = cm.recall("what ice cream does Nate make?", explain=True)
+    assert result.memory_ids[:1] == ["joined"]
+    assert "icecream" in result[0].breakdown.matched_cues
+    assert "icecream" in result[0].breakdown.matched_terms
+
+
+def test_a_stop_word_is_never_joined_into_a_compound(cm: CueMap) -> None:
+    cm.add("They drove away", memory_id="away")
+    assert cm.recall("is there a way?").memory_ids == []
+
+
 def test_stop_words_never_match_a_content_word_with_the_same_stem(cm: CueMap) -> None:
     cm.add("I bought one new book", memory_id="book")  # stem("one") == "on"
     result = cm.recall("what did we do on Monday?", explain=True)

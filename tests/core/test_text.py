@@ -24,6 +24,7 @@ from cuemap_integrations.text import (
     content_terms,
     derive_cues,
     is_cjk,
+    joined_pairs,
     normalize,
     query_units,
     stem,
@@ -562,3 +563,21 @@ def test_lexicon_one_unit_keys_are_bare_strings_and_removal_empties_it() -> None
     for cue in ("orders", "order", "超"):
         lex.discard(cue)
     assert not lex._keys and lex._lengths == () and lex.match("order 超") == []
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("ice cream cone", ["icecream", "creamcone"]),
+        ("Data Base", ["database"]),  # normalized first
+        ("is there a way to log in", []),  # a stop word on either side: never joined
+        ("ice, cream", []),  # only words one space apart
+        ("a web site? or not", ["website"]),  # the second word may end a clause
+        ("e mail", []),  # a lone letter is no word here
+        ("web2 site", []),  # letters only: identifiers stay whole
+        ("订单 web site 超时", ["website"]),  # CJK around a Latin pair
+        ("", []),
+    ],
+)
+def test_joined_pairs(text: str, expected: list[str]) -> None:
+    assert joined_pairs(text) == expected
