@@ -46,6 +46,7 @@ __all__ = [
     "CueLexicon",
     "content_terms",
     "derive_cues",
+    "has_ascii_digit",
     "is_cjk",
     "normalize",
     "query_units",
@@ -763,12 +764,21 @@ _MAX_CUE_CHARS = 128
 # requires, or an ASCII digit), so a text without it skips the regex and gets the same result.
 # Most memories have no URL, quotation, code span or date; these checks cost a fraction of a
 # regex scan each. tests/core/test_ingest_equivalence.py checks each trigger against its regex.
-_DIGIT_RE = re.compile("[0-9]")
 _URL_TRIGGER = "://"
+_ASCII_DIGITS = "0123456789"
 
 
-def _has_digit(text: str) -> bool:
-    return _DIGIT_RE.search(text) is not None
+def has_ascii_digit(text: str) -> bool:
+    """Whether ``text`` holds one of ``0``-``9`` (the prefilter of every date and number rule).
+
+    Ten substring tests, each a C-level scan: about a third of one ``[0-9]`` regex search,
+    which steps through the text in the regex engine (most texts have no digit at all).
+
+    Example:
+        >>> has_ascii_digit("port 8001"), has_ascii_digit("port ８")
+        (True, False)
+    """
+    return any(map(text.__contains__, _ASCII_DIGITS))
 
 
 def _blank_match(match: re.Match[str]) -> str:
@@ -838,7 +848,7 @@ def _url_hosts(text: str) -> list[str]:
 
 def _number_cues(text: str) -> list[str]:
     out: list[str] = []
-    if not _has_digit(text):
+    if not has_ascii_digit(text):
         return out
     for match in _NUMBER_RE.finditer(text):
         cur, num, unit = match.group("cur") or "", match.group("num"), match.group("unit") or ""
@@ -863,7 +873,7 @@ def _date_cue(match: re.Match[str]) -> str | None:
 def _date_cues(text: str) -> tuple[list[str], str]:
     """Date cues (each followed by its year) and ``text`` with the dates blanked out."""
     found: list[tuple[int, str]] = []
-    if not _has_digit(text):  # every date pattern needs an ASCII digit (the year)
+    if not has_ascii_digit(text):  # every date pattern needs an ASCII digit (the year)
         return [], text
 
     def blank(match: re.Match[str]) -> str:
