@@ -349,6 +349,11 @@ def test_the_content_key_from_the_memo_is_the_content_key() -> None:
     for text in FRAGMENTS[:-1]:
         record = MemoryRecord(memory_id="m", content=text, created_at=_T, updated_at=_T)
         assert content_key(record, memo.normalized) == content_key(record)
+        assert memo.content_key(record) == content_key(record)
+        other = MemoryRecord(
+            memory_id="n", content=text, created_at=_T, updated_at=_T, namespace="x"
+        )
+        assert memo.content_key(other) == content_key(other) != content_key(record)
 
 
 _SECRETISH = st.lists(
