@@ -31,6 +31,7 @@ Example:
 from __future__ import annotations
 
 import functools
+import math
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -516,11 +517,14 @@ _may_match_short = functools.lru_cache(maxsize=1 << 16)(_may_match)
 _SHORT = 64
 
 
+def _may_hold_secret(text: str) -> bool:
+    """False when no rule can match ``text`` and it has no private tag: nothing to find."""
+    return "<" in text or (_may_match_short(text) if len(text) <= _SHORT else _may_match(text))
+
+
 def _find(text: str, policy: RedactionPolicy) -> list[_Hit]:
     """Every span to act on, in text order; each rule sees earlier claims blanked out."""
-    if "<" not in text and not (
-        _may_match_short(text) if len(text) <= _SHORT else _may_match(text)
-    ):
+    if not _may_hold_secret(text):
         return []
     private = SecretClass.PRIVATE_SPAN
     spans = list(_private_spans(text))
@@ -689,7 +693,36 @@ def redact_mapping(value: object, policy: RedactionPolicy = DEFAULT_POLICY) -> M
     return MappingRedaction(None if walk.dropped else redacted, walk.counts, walk.dropped)
 
 
-_NO_SECRETS = MappingRedaction({}, {}, False)
+_SCALARS = (int, bool, type(None))
+
+
+def _plainly_clean(metadata: object) -> bool:
+    """Whether :func:`redact_mapping` of ``metadata`` would find nothing to report and raise
+    nothing, decided without its copy and walk (which cost more than screening a memory's
+    text, for the usual two or three entries): a flat dict of ASCII keys to ``None``, bools,
+    ints, finite floats or ASCII strings (all JSON-safe as they are), no key nor string that
+    the screen says may hold a secret, and no string under a secret-looking key. Anything
+    else (nesting, subclasses, non-ASCII text, a possible secret) answers False, and the
+    caller takes the general path."""
+    if type(metadata) is not dict:
+        return False
+    for key, value in metadata.items():
+        if type(key) is not str or not key.isascii() or _may_hold_secret(key):
+            return False
+        kind = type(value)
+        if kind is str:
+            if not value.isascii() or _secret_key_class(key) is not None:
+                return False
+            if _may_hold_secret(value):
+                return False
+        elif kind is float:
+            if not math.isfinite(value):
+                return False
+        elif kind not in _SCALARS:
+            return False
+    return True
+
+
 _PLACEHOLDER = re.compile(r"\[REDACTED:[a-z_]+\]")
 
 
@@ -706,7 +739,10 @@ def redact_record(
     given = record.cue_origin == "given"  # derived cues come from the content: derived again
     cues = [redact(c, policy) for c in record.cues] if given else []
     tags = [redact(t, policy) for t in record.tags]
-    meta = redact_mapping(record.metadata, policy) if record.metadata else _NO_SECRETS
+    if not record.metadata or _plainly_clean(record.metadata):
+        meta = MappingRedaction(record.metadata, {}, False)  # what redact_mapping would return
+    else:
+        meta = redact_mapping(record.metadata, policy)
     counts: dict[str, int] = {}
     for report in (text, *cues, *tags):
         for name, n in report.counts.items():

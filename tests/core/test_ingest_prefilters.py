@@ -482,3 +482,35 @@ def test_a_prevalidated_record_is_the_record_the_constructor_makes(
         assert list(vars(got).items()) == list(vars(expected).items())
     else:
         assert got == expected or (got[1] != got[1] and expected[1] != expected[1])  # NaN
+
+
+_META_TEXT = st.one_of(
+    st.sampled_from(["session", "speaker", "password", "api_key", "GITHUB_TOKEN", "i", "<private>",
+                     "Caroline", "", " ", "[REDACTED:password]", "call 555-123-4567",
+                     "Bearer abcdefghijklmnop1234", "a@b.co", "Straße", "\ud800"]),
+    _SECRETISH,
+)  # fmt: skip
+_META_VALUE = st.one_of(
+    _META_TEXT, st.none(), st.booleans(), st.integers(), st.floats(),
+    st.lists(_META_TEXT, max_size=2), st.dictionaries(_META_TEXT, _META_TEXT, max_size=2),
+)  # fmt: skip
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.dictionaries(_META_TEXT, _META_VALUE, max_size=4))
+def test_metadata_plainly_clean_is_what_redact_mapping_finds_clean(metadata: dict) -> None:
+    """redact_record skips redact_mapping for such metadata: it would report nothing."""
+    if not redact_module._plainly_clean(metadata):
+        return
+    for policy in (redact_module.DEFAULT_POLICY, redact_module.RedactionPolicy.strict()):
+        assert redact_module.redact_mapping(metadata, policy) == (metadata, {}, False)
+
+
+def test_a_redacted_record_keeps_its_plainly_clean_metadata() -> None:
+    record = MemoryRecord(
+        memory_id="m", content="password=hunter2hunter2", created_at=_T, updated_at=_T,
+        metadata={"session_id": "s1", "speaker": "Caroline", "i": 3, "ok": True, "x": 1.5},
+    )  # fmt: skip
+    assert redact_module._plainly_clean(record.metadata)
+    redacted = redact_module.redact_record(record, redact_module.DEFAULT_POLICY, 0)
+    assert redacted.metadata == {**record.metadata, "redacted": {"password": 1}}
