@@ -49,7 +49,7 @@ from .results import ConflictNote, Hit, NoteKind, RecallResult, RecallTrace
 from .sessions import open_sessions
 from .store import SessionStore, SharedStore, Store, open_store
 from .sync import ChangeFeed, RemoteChanges, SyncMode, check_sync
-from .text import derive_cues, normalize
+from .text import derive_cues
 from .textkeys import TextMemo, text_keys
 from .threads import Threads, thread_of
 from .topk import RecallMemo, first_pass_hits
@@ -270,7 +270,7 @@ class CueMap:
             content=None if thread_of(record) is not None else record.content,
         )  # fmt: skip
         self._seq_of[(record.namespace, record.memory_id)] = seq
-        key = content_key(record, normalize if memo is None else memo.normalized)
+        key = content_key(record) if memo is None else memo.content_key(record)
         self._by_content.add(key, seq)
         if record.key is not None and record.superseded_by is None:
             self._by_key[(record.namespace, record.key)] = seq
@@ -430,7 +430,7 @@ class CueMap:
                 dedupe=self.config.dedupe,
                 conflict_types=frozenset(self.config.conflict_types),
                 conflict_overlap=self.config.conflict_overlap,
-                normalized=memo.normalized,
+                key_of=memo.content_key,
             )
             self._apply(plan, now, memo)
         notify(self._listeners, WriteEvent(tuple(plan.new), tuple(plan.changed.values())))

@@ -16,7 +16,7 @@ from collections import Counter, defaultdict, deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import repeat
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .postings import PostingsTable
 from .recordtable import interned
@@ -29,15 +29,17 @@ __all__ = ["IndexedDoc", "NamespaceIndex"]
 
 
 class _Pending:
-    """Postings waiting for :meth:`NamespaceIndex.flush`: per kind, key -> seqs (ascending) and,
-    for keys posted with values, key -> values."""
+    """Postings waiting for :meth:`NamespaceIndex.flush`, per kind: key -> seqs (ascending) for
+    keys posted without values (cues, tags), and key -> ``[seq, value, seq, value, ...]`` for
+    keys posted with values (terms). A kind is always posted one way or the other
+    (:meth:`NamespaceIndex.add`): a term posting is then one ``list.extend`` of a pair instead
+    of two appends, each with its own dict lookup (the deferred postings are the index's main
+    share of bulk ingest)."""
 
     def __init__(self) -> None:
         kinds = ("cue", "tag", "term")
         self.seqs: dict[str, defaultdict[str, list[int]]] = {k: defaultdict(list) for k in kinds}
-        self.values: dict[str, defaultdict[str, list[float]]] = {
-            k: defaultdict(list) for k in kinds
-        }
+        self.pairs: dict[str, defaultdict[str, list[Any]]] = {k: defaultdict(list) for k in kinds}
 
 
 def _drain(calls: Iterator[object]) -> None:
@@ -233,11 +235,13 @@ class NamespaceIndex:
         if self._pending is None:
             self._pending = _Pending()
         pending = self._pending
-        # list.append over (the key's list, item) pairs, consumed in C: no Python-level loop
-        # per posting (a memory makes dozens)
-        _drain(map(list.append, map(pending.seqs[kind].__getitem__, keys), repeat(seq)))
-        if values is not None:
-            _drain(map(list.append, map(pending.values[kind].__getitem__, keys), values))
+        # list.append (list.extend of a (seq, value) pair) over the keys' lists, consumed in C:
+        # no Python-level loop per posting (a memory makes dozens)
+        if values is None:
+            _drain(map(list.append, map(pending.seqs[kind].__getitem__, keys), repeat(seq)))
+        else:
+            pairs = zip(repeat(seq), values)
+            _drain(map(list.extend, map(pending.pairs[kind].__getitem__, keys), pairs))
         if self.view is not None:
             for key, value in zip(keys, values or repeat(1.0, len(keys)), strict=True):
                 self.view.put(kind, key, seq, value)
@@ -251,9 +255,11 @@ class NamespaceIndex:
             if kind != "term":  # a memory posts a cue (tag) once: one reference per seq
                 lexicon = self.cue_lexicon if kind == "cue" else self.tag_lexicon
                 lexicon.add_counted((key, len(seqs)) for key, seqs in seqs_of.items())
-            extend, values_of = self._tables[kind].extend, pending.values[kind]
+            extend = self._tables[kind].extend
             for key, seqs in seqs_of.items():  # keys in the order they were first posted
-                extend(key, seqs, values_of.get(key))
+                extend(key, seqs, None)
+            for key, pairs in pending.pairs[kind].items():
+                extend(key, pairs[0::2], pairs[1::2])
 
     def _drop(self, kind: str, key: str, seq: int) -> None:
         self.flush()  # the posting may still be pending

@@ -91,15 +91,15 @@ def plan_writes(
     dedupe: bool,
     conflict_types: frozenset[str],
     conflict_overlap: float,
-    normalized: Callable[[str], str] = normalize,
+    key_of: Callable[[MemoryRecord], ContentKey] = content_key,
 ) -> WritePlan:
     """Plan a batch; ``records`` pairs each record with "its id was given by the caller"
-    (``normalized``: :func:`normalize`, or a memo of it for the batch's contents)."""
+    (``key_of``: :func:`content_key`, or a memo of it for the batch's records)."""
     plan = WritePlan()
     batch: dict[ContentKey, MemoryRecord] = {}
     ids: set[tuple[str, str]] = set()
     for record, explicit_id in records:
-        key = content_key(record, normalized)
+        key = key_of(record)
         existing = _duplicate_of(key, explicit_id, view, batch) if dedupe else None
         if existing is not None:
             seq = view.seq_of(existing.namespace, existing.memory_id)

@@ -31,15 +31,17 @@ Example:
 from __future__ import annotations
 
 import functools
+import math
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
+from itertools import product
 from typing import Literal, NamedTuple
 
 from .errors import ConfigError, SecretError, ValidationError
 from .records import JSONValue, MemoryRecord, json_safe_copy
-from .text import derive_cues
+from .text import derive_cues, has_ascii_digit
 
 __all__ = [
     "ACTIONS",
@@ -96,7 +98,8 @@ def placeholder(secret: SecretClass) -> str:
 _B = r"(?<![A-Za-z0-9_\-])"  # not inside an ASCII identifier
 _E = r"(?![A-Za-z0-9_\-])"
 _FRESH = r"(?!\[REDACTED:)"  # never re-redact a placeholder (idempotence)
-_SEP = r"[\"']?[ \t]*[:=][ \t]*"  # `key = `, `"key": `, `KEY:` (never across a line)
+_ASSIGN = r"[\"']?[ \t]*[:=]"  # the `=` or `:` after a key name, maybe quoted
+_SEP = rf"{_ASSIGN}[ \t]*"  # `key = `, `"key": `, `KEY:` (never across a line)
 
 
 def _t(char_class: str) -> str:
@@ -120,12 +123,14 @@ _URL_PASS = _t(r"[^\s/\x00\"'<>]")
 # (`Summer2024!` keeps its `!`: a leaked character is worse than an eaten one).
 _VALUE = rf"(?P<value>\"(?:{_DQ}|\\.)+\"|'(?:{_SQ}|\\.)+'|{_BARE}*{_BARE_END})"
 _CJK_VALUE = rf"(?P<value>{_CJK_CHAR}+)"
-_PASSWORD_KEY = r"[A-Za-z0-9_.\-]*(?:password|passwd|passphrase|pwd)"
-_TOKEN_KEY = (
-    r"[A-Za-z0-9_.\-]*(?:api[_\-]?key|apikey|api[_\-]?token|access[_\-]?token|auth[_\-]?token"
+_PASSWORD_WORD = r"(?:password|passwd|passphrase|pwd)"
+_PASSWORD_KEY = rf"[A-Za-z0-9_.\-]*{_PASSWORD_WORD}"
+_TOKEN_WORD = (
+    r"(?:api[_\-]?key|apikey|api[_\-]?token|access[_\-]?token|auth[_\-]?token"
     r"|refresh[_\-]?token|id[_\-]?token|session[_\-]?token|client[_\-]?secret|secret[_\-]?key"
     r"|private[_\-]?key|access[_\-]?key|private[_\-]?token|secret|token|credentials?)"
 )
+_TOKEN_KEY = rf"[A-Za-z0-9_.\-]*{_TOKEN_WORD}"
 _AUTH_SCHEMES = r"(?:basic|bearer|token|digest|negotiate)"
 
 
@@ -434,11 +439,20 @@ _TRIGGERS: tuple[tuple[str, ...], ...] = (
     ("api", "密钥", "秘钥", "令牌"), ("@",), ("18", "19", "20"), ("+",), ("1",), ("-", "."),
 )  # fmt: skip
 _FOLD = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
-# The US phone rule's triggers ("-", ".") are in almost every text, so it has a second exact
-# prefilter: each of its matches holds "ddd-dddd" or "ddd.dddd", hence this (a quick scan, where
-# the rule's own search costs twice as much). Other rules need none.
+# Second exact prefilters, for rules whose triggers are in many texts that hold no secret. The
+# US phone rule's ("-", ".") are in almost every text, and each of its matches holds "ddd-dddd"
+# or "ddd.dddd", hence _DIGIT_JOINED (a quick scan, where the rule's own search costs twice as
+# much). "pass" (passion, passed) and "key"/"token" (monkey) are in a few texts in a hundred,
+# and the password and secret-key rules cost 15-70 us each on such a text (their leading
+# [A-Za-z0-9_.-]* is tried at every position): every match of theirs holds its key word right
+# before `=` or `:`, which a scan for just that finds in a few microseconds.
 _DIGIT_JOINED = re.compile(r"\d[.\-]\d")
-_NEEDS = tuple(_DIGIT_JOINED if triggers == ("-", ".") else None for triggers in _TRIGGERS)
+_SECOND_PREFILTERS = {
+    ("-", "."): _DIGIT_JOINED,
+    ("pass", "pwd"): re.compile(f"{_PASSWORD_WORD}{_ASSIGN}", _I),
+    ("key", "token", "secret", "credential"): re.compile(f"{_TOKEN_WORD}{_ASSIGN}", _I),
+}
+_NEEDS = tuple(map(_SECOND_PREFILTERS.get, _TRIGGERS))
 # (pattern, its triggers, case-insensitive, its second prefilter or None)
 _Rule = tuple[re.Pattern[str], tuple[str, ...], bool, "re.Pattern[str] | None"]
 _RULES: tuple[_Rule, ...] = tuple(
@@ -447,24 +461,35 @@ _RULES: tuple[_Rule, ...] = tuple(
 )
 
 
-def _rules_for(ascii_text: bool, underscore: bool) -> tuple[_Rule, ...]:
+def _rules_for(ascii_text: bool, underscore: bool, digit: bool) -> tuple[_Rule, ...]:
     """:data:`_RULES` without the triggers that cannot occur in a text that is ASCII (then no
-    CJK trigger can) or has no "_" (then no trigger with one can), and without rules left with
-    no trigger: fewer substring searches, the same answer."""
+    CJK trigger can), has no "_" (then no trigger with one can) or has no ASCII digit (then
+    no trigger with one can), and without rules left with no trigger: fewer substring
+    searches, the same answer. In ASCII text without a digit, the ``\\d`` of _DIGIT_JOINED
+    (which is Unicode-aware, so only in ASCII text) cannot match either: its rule goes too."""
 
     def possible(trigger: str) -> bool:
-        return (trigger.isascii() or not ascii_text) and ("_" not in trigger or underscore)
+        return (
+            (trigger.isascii() or not ascii_text)
+            and ("_" not in trigger or underscore)
+            and (digit or not has_ascii_digit(trigger))
+        )
 
     rules: list[_Rule] = []
     for pattern, triggers, nocase, needs in _RULES:
         kept = tuple(filter(possible, triggers))
-        if kept:
+        if kept and not (needs is _DIGIT_JOINED and ascii_text and not digit):
             rules.append((pattern, kept, nocase, needs))
     return tuple(rules)
 
 
-# (text is ASCII, text has "_") -> the rules and triggers to try
-_RULES_FOR = {(a, u): _rules_for(a, u) for a in (False, True) for u in (False, True)}
+# (text is ASCII, text has "_", text has an ASCII digit) -> the rules and triggers to try
+_RULES_FOR = {key: _rules_for(*key) for key in product((False, True), repeat=3)}
+
+
+def _rules_of(text: str) -> tuple[_Rule, ...]:
+    """The rules and triggers :func:`_may_match` tries on ``text`` (see :func:`_rules_for`)."""
+    return _RULES_FOR[text.isascii(), "_" in text, has_ascii_digit(text)]
 
 
 def _folded(text: str) -> str:
@@ -476,7 +501,7 @@ def _folded(text: str) -> str:
 def _may_match(text: str) -> bool:
     """Whether some rule matches ``text`` (the answer of ``_SCREEN.search``, found faster)."""
     folded = _folded(text)
-    for pattern, triggers, nocase, needs in _RULES_FOR[text.isascii(), "_" in text]:
+    for pattern, triggers, nocase, needs in _rules_of(text):
         haystack = folded if nocase else text
         for trigger in triggers:  # a plain loop: any() with a generator costs more here
             if trigger in haystack:
@@ -492,11 +517,14 @@ _may_match_short = functools.lru_cache(maxsize=1 << 16)(_may_match)
 _SHORT = 64
 
 
+def _may_hold_secret(text: str) -> bool:
+    """False when no rule can match ``text`` and it has no private tag: nothing to find."""
+    return "<" in text or (_may_match_short(text) if len(text) <= _SHORT else _may_match(text))
+
+
 def _find(text: str, policy: RedactionPolicy) -> list[_Hit]:
     """Every span to act on, in text order; each rule sees earlier claims blanked out."""
-    if "<" not in text and not (
-        _may_match_short(text) if len(text) <= _SHORT else _may_match(text)
-    ):
+    if not _may_hold_secret(text):
         return []
     private = SecretClass.PRIVATE_SPAN
     spans = list(_private_spans(text))
@@ -665,7 +693,36 @@ def redact_mapping(value: object, policy: RedactionPolicy = DEFAULT_POLICY) -> M
     return MappingRedaction(None if walk.dropped else redacted, walk.counts, walk.dropped)
 
 
-_NO_SECRETS = MappingRedaction({}, {}, False)
+_SCALARS = (int, bool, type(None))
+
+
+def _plainly_clean(metadata: object) -> bool:
+    """Whether :func:`redact_mapping` of ``metadata`` would find nothing to report and raise
+    nothing, decided without its copy and walk (which cost more than screening a memory's
+    text, for the usual two or three entries): a flat dict of ASCII keys to ``None``, bools,
+    ints, finite floats or ASCII strings (all JSON-safe as they are), no key nor string that
+    the screen says may hold a secret, and no string under a secret-looking key. Anything
+    else (nesting, subclasses, non-ASCII text, a possible secret) answers False, and the
+    caller takes the general path."""
+    if type(metadata) is not dict:
+        return False
+    for key, value in metadata.items():
+        if type(key) is not str or not key.isascii() or _may_hold_secret(key):
+            return False
+        kind = type(value)
+        if kind is str:
+            if not value.isascii() or _secret_key_class(key) is not None:
+                return False
+            if _may_hold_secret(value):
+                return False
+        elif kind is float:
+            if not math.isfinite(value):
+                return False
+        elif kind not in _SCALARS:
+            return False
+    return True
+
+
 _PLACEHOLDER = re.compile(r"\[REDACTED:[a-z_]+\]")
 
 
@@ -682,7 +739,10 @@ def redact_record(
     given = record.cue_origin == "given"  # derived cues come from the content: derived again
     cues = [redact(c, policy) for c in record.cues] if given else []
     tags = [redact(t, policy) for t in record.tags]
-    meta = redact_mapping(record.metadata, policy) if record.metadata else _NO_SECRETS
+    if not record.metadata or _plainly_clean(record.metadata):
+        meta = MappingRedaction(record.metadata, {}, False)  # what redact_mapping would return
+    else:
+        meta = redact_mapping(record.metadata, policy)
     counts: dict[str, int] = {}
     for report in (text, *cues, *tags):
         for name, n in report.counts.items():

@@ -5,9 +5,10 @@ derivation and validation (:meth:`CueMap._prepare`), duplicate planning (:func:`
 then indexing (:meth:`CueMap._index`). The text module's caches are deliberately small (a few
 recent texts), so by the time a 10,000-memory batch reaches planning and indexing they no longer
 hold its first texts: each would be normalized and tokenized again. A :class:`TextMemo` keeps,
-for the length of one batch, each content's normalized text and index terms. Everything in it
-is a pure function of the content (and of the store's alias table, which a batch cannot change:
-it holds the store's lock), so using it cannot change a result.
+for the length of one batch, each content's normalized text and index terms, and each record's
+duplicate key (which planning and indexing both ask for). Everything in it is a pure function
+of the content and namespace (and of the store's alias table, which a batch cannot change: it
+holds the store's lock), so using it cannot change a result.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from .aliases import AliasTable
+from .lifecycle import ContentKey, content_key
+from .records import MemoryRecord
 from .text import normalize, stems_and_terms
 
 __all__ = ["TextKeys", "TextMemo", "text_keys"]
@@ -47,6 +50,7 @@ class TextMemo:
     def __init__(self, aliases: AliasTable) -> None:
         self._aliases = aliases
         self._keys: dict[str, TextKeys] = {}
+        self._content_keys: dict[tuple[str, str], ContentKey] = {}
 
     def keys(self, content: str) -> TextKeys:
         """The text keys of ``content``, computed on first use."""
@@ -58,3 +62,13 @@ class TextMemo:
     def normalized(self, content: str) -> str:
         """``normalize(content)``, from the memo."""
         return self.keys(content).normalized
+
+    def content_key(self, record: MemoryRecord) -> ContentKey:
+        """:func:`~cuemap_integrations.lifecycle.content_key` of ``record``: planning asks it of
+        every new record, then indexing again (a digest of its namespace and normalized content
+        each time), so the second ask is a lookup."""
+        pair = (record.namespace, record.content)
+        key = self._content_keys.get(pair)
+        if key is None:
+            key = self._content_keys[pair] = content_key(record, self.normalized)
+        return key

@@ -105,19 +105,29 @@ def test_first_unique_and_first_valid_give_the_cues_of_the_plain_loop(
     assert text_module._first_valid(normal, limit) == expected
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(MIXED_TEXT, st.text(alphabet=st.sampled_from("a1٣９ 0_9x"), max_size=8)))
+def test_the_digit_prefilter_is_the_ascii_digit_search(text: str) -> None:
+    assert text_module.has_ascii_digit(text) is (re.search("[0-9]", text) is not None)
+
+
+_SECOND = [i for i, needs in enumerate(redact_module._NEEDS) if needs is not None]
+
+
+@pytest.mark.parametrize("index", _SECOND)
 @settings(max_examples=60, deadline=None)
-@given(st.from_regex(redact_module.PATTERNS[-1][1]))
-def test_every_us_phone_match_holds_its_second_prefilter(text: str) -> None:
-    _, rule = redact_module.PATTERNS[-1]
-    assert redact_module._NEEDS[-1] is redact_module._DIGIT_JOINED
+@given(data=st.data())
+def test_every_match_of_a_rule_holds_its_second_prefilter(index: int, data: st.DataObject) -> None:
+    _, rule = redact_module.PATTERNS[index]
+    text = data.draw(st.from_regex(rule))
     match = rule.search(text)
-    assert match is not None and redact_module._DIGIT_JOINED.search(match.group())
+    assert match is not None and redact_module._NEEDS[index].search(match.group())
 
 
-def test_only_the_us_phone_rule_has_a_second_prefilter() -> None:
-    assert [i for i, needs in enumerate(redact_module._NEEDS) if needs is not None] == [
-        len(redact_module.PATTERNS) - 1
-    ]
+def test_the_phone_password_and_secret_key_rules_have_a_second_prefilter() -> None:
+    secrets = [redact_module.PATTERNS[i][0].value for i in _SECOND]
+    assert secrets == ["password", "api_key", "phone"]
+    assert redact_module._NEEDS[-1] is redact_module._DIGIT_JOINED
 
 
 @settings(max_examples=300, deadline=None)
@@ -331,7 +341,7 @@ def test_stems_and_terms_are_word_stems_and_content_terms(text: str) -> None:
 
 def test_no_stop_word_is_salient() -> None:
     """_salient_cues drops stop words before _is_salient_word."""
-    assert not any(map(text_module._is_salient_word.__wrapped__, text_module.STOP_WORDS))
+    assert not any(map(text_module._is_salient_word, text_module.STOP_WORDS))
 
 
 def test_the_content_key_from_the_memo_is_the_content_key() -> None:
@@ -339,12 +349,18 @@ def test_the_content_key_from_the_memo_is_the_content_key() -> None:
     for text in FRAGMENTS[:-1]:
         record = MemoryRecord(memory_id="m", content=text, created_at=_T, updated_at=_T)
         assert content_key(record, memo.normalized) == content_key(record)
+        assert memo.content_key(record) == content_key(record)
+        other = MemoryRecord(
+            memory_id="n", content=text, created_at=_T, updated_at=_T, namespace="x"
+        )
+        assert memo.content_key(other) == content_key(other) != content_key(record)
 
 
 _SECRETISH = st.lists(
     st.sampled_from(
         [*FRAGMENTS, "_", "ghp_", "_live_", "sk_test_abcdefghijklmnop1234", "hf_", "npm_", "密码",
-         "api", "令牌", "是 abcdefgh", "=", " ", "x" * 36, "A" * 16]
+         "api", "令牌", "是 abcdefgh", "=", " ", "x" * 36, "A" * 16, "passion", "PassWD", ":",
+         "monkey", "TOKEN", '"', "ſecret", "555-123-4567", "5.5", "٣", "+", "18"]
     ),
     max_size=6,
 ).map("".join)  # fmt: skip
@@ -353,13 +369,17 @@ _SECRETISH = st.lists(
 @settings(max_examples=500, deadline=None)
 @given(st.one_of(_SECRETISH, MIXED_TEXT))
 def test_the_rules_kept_for_a_text_screen_it_as_all_rules_do(text: str) -> None:
-    """_may_match tries only the triggers that can occur in the text (ASCII, "_")."""
+    """_may_match tries only the rules and triggers that can occur in the text (ASCII, "_",
+    digits), and a rule's second prefilter only rules out texts the rule cannot match."""
     assert redact_module._may_match(text) is (redact_module._SCREEN.search(text) is not None)
-    kept = redact_module._RULES_FOR[text.isascii(), "_" in text]
+    kept = redact_module._rules_of(text)
     folded = redact_module._folded(text)
     for pattern, triggers, nocase, _ in redact_module._RULES:
-        dropped = set(triggers) - {t for p, ts, _, _ in kept if p is pattern for t in ts}
-        assert not any(t in (folded if nocase else text) for t in dropped)
+        tried = {t for p, ts, _, _ in kept if p is pattern for t in ts}
+        if tried:  # the triggers left out cannot occur in the text
+            assert not any(t in (folded if nocase else text) for t in set(triggers) - tried)
+        else:  # a rule left out whole (no trigger, or no digit for its "\\d") cannot match
+            assert pattern.search(text) is None
 
 
 def _capitalized_runs_before(text: str) -> list[list[str]]:
@@ -462,3 +482,35 @@ def test_a_prevalidated_record_is_the_record_the_constructor_makes(
         assert list(vars(got).items()) == list(vars(expected).items())
     else:
         assert got == expected or (got[1] != got[1] and expected[1] != expected[1])  # NaN
+
+
+_META_TEXT = st.one_of(
+    st.sampled_from(["session", "speaker", "password", "api_key", "GITHUB_TOKEN", "i", "<private>",
+                     "Caroline", "", " ", "[REDACTED:password]", "call 555-123-4567",
+                     "Bearer abcdefghijklmnop1234", "a@b.co", "Straße", "\ud800"]),
+    _SECRETISH,
+)  # fmt: skip
+_META_VALUE = st.one_of(
+    _META_TEXT, st.none(), st.booleans(), st.integers(), st.floats(),
+    st.lists(_META_TEXT, max_size=2), st.dictionaries(_META_TEXT, _META_TEXT, max_size=2),
+)  # fmt: skip
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.dictionaries(_META_TEXT, _META_VALUE, max_size=4))
+def test_metadata_plainly_clean_is_what_redact_mapping_finds_clean(metadata: dict) -> None:
+    """redact_record skips redact_mapping for such metadata: it would report nothing."""
+    if not redact_module._plainly_clean(metadata):
+        return
+    for policy in (redact_module.DEFAULT_POLICY, redact_module.RedactionPolicy.strict()):
+        assert redact_module.redact_mapping(metadata, policy) == (metadata, {}, False)
+
+
+def test_a_redacted_record_keeps_its_plainly_clean_metadata() -> None:
+    record = MemoryRecord(
+        memory_id="m", content="password=hunter2hunter2", created_at=_T, updated_at=_T,
+        metadata={"session_id": "s1", "speaker": "Caroline", "i": 3, "ok": True, "x": 1.5},
+    )  # fmt: skip
+    assert redact_module._plainly_clean(record.metadata)
+    redacted = redact_module.redact_record(record, redact_module.DEFAULT_POLICY, 0)
+    assert redacted.metadata == {**record.metadata, "redacted": {"password": 1}}

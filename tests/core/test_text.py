@@ -162,10 +162,14 @@ def test_stem_leaves_short_non_ascii_and_identifiers_alone(word: str) -> None:
 
 def test_stem_is_cached() -> None:
     stem("generalizations")
-    assert stem.cache_info().maxsize == 65536
-    hits = stem.cache_info().hits
-    stem("generalizations")
-    assert stem.cache_info().hits == hits + 1
+    assert text_module._STEMS["generalizations"] == "gener"
+    assert text_module._STEMS._maxsize == 1 << 17
+
+
+def test_a_full_memo_forgets_everything_and_still_answers() -> None:
+    memo = text_module._Memo(len, 2)
+    assert (memo["a"], memo["bb"]) == (1, 2)
+    assert memo["ccc"] == 3 and dict(memo) == {"ccc": 3}
 
 
 # --- words ----------------------------------------------------------------------------------
