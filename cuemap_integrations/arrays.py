@@ -455,11 +455,11 @@ def _entries(view: ArrayView, lists: Sequence[_List], memo: RecallMemo) -> list[
     at every narrowing check, while together they only ever add a saturated sum (the session
     cap bounds them as one list anyway, see :func:`_rest_bounds`). The query's own lists'
     entries are made once per recall (``memo``): the feedback pass reads the same arrays."""
-    entries = [_entry(view, lst, memo) for lst in lists]
-    carried = [e for e in entries if e.lst.signal == "session"]
+    carried = [lst for lst in lists if lst.signal == "session"]
     if len(carried) < 2:
-        return entries
-    return [e for e in entries if e.lst.signal != "session"] + [_merged(view, carried)]
+        return [_entry(view, lst, memo) for lst in lists]
+    own = [_entry(view, lst, memo) for lst in lists if lst.signal != "session"]
+    return [*own, _merged(view, carried, [view.union(lst.keys)[0] for lst in carried])]
 
 
 def _entry(view: ArrayView, lst: _List, memo: RecallMemo) -> _Entry:
@@ -472,17 +472,40 @@ def _entry(view: ArrayView, lst: _List, memo: RecallMemo) -> _Entry:
     return held
 
 
-def _merged(view: ArrayView, entries: Sequence[_Entry]) -> _Entry:
-    """One entry for several session lists: each memory they reach once (ascending), with
-    the sum of its gains from them, in list order."""
+def _merged(view: ArrayView, lists: Sequence[_List], each: Sequence[Any]) -> _Entry:
+    """One entry for several session lists (their slots ``each``): each memory they reach once
+    (ascending), with the sum of its gains from them, in list order.
+
+    The gains of all lists are made in one step, not list by list (a feedback pass carries
+    some fifty): each list's constant gain repeated over its slots, and its own, lower gain
+    where the slot is its single source's (as :meth:`_Entry.gains` gives them)."""
     np = _np()
-    slots, where = _joined([e.slots for e in entries], view.size)
-    gains = np.concatenate([e.full(view) for e in entries])
+    slots, where = _joined(each, view.size)
+    gains = _session_gains(view, lists, each)
     gains = np.bincount(np.concatenate(where), gains, minlength=len(slots))  # in input order
-    bound = sum(e.lst.bound for e in entries)
+    bound = sum(lst.bound for lst in lists)
     # no postings, keys or gain of its own: a summed entry's values are its gains (see gains())
     merged = _List("session", bound, (), _Gain(math.nan), ())
     return _Entry(merged, slots, gains, summed=True)
+
+
+def _session_gains(view: ArrayView, lists: Sequence[_List], each: Sequence[Any]) -> Any:
+    """The gain of every posting of these session lists (slots ``each``), concatenated."""
+    np = _np()
+    lengths = [len(slots) for slots in each]
+    gain: list[_Gain] = [lst.gain for lst in lists]  # type: ignore[misc]  # session: _Gain
+    gains = np.repeat([g.value for g in gain], lengths)
+    own = [_slot_or_none(view, g.special) for g in gain]  # -1: none (slots are >= 0)
+    if max(own) >= 0:
+        mine = np.concatenate(each) == np.repeat(own, lengths)
+        gains[mine] = np.repeat([g.special_value for g in gain], lengths)[mine]
+    return gains
+
+
+def _slot_or_none(view: ArrayView, seq: int | None) -> int:
+    """The slot of ``seq``, or -1 when it is None or has none."""
+    slot = None if seq is None else view.slot(seq)
+    return -1 if slot is None else slot
 
 
 def _ranked_walk(
