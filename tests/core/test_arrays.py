@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from cuemap_integrations import CueMap, arrays
+from cuemap_integrations.index import NamespaceIndex
 from cuemap_integrations.ranking import Carried, Filters, plan_query, rank, with_carried
 from cuemap_integrations.topk import RecallMemo
 
@@ -316,6 +317,25 @@ def test_mirrors_stay_within_their_budget_and_rank_the_same() -> None:
             cm.delete(f"m{round_}")
         assert cm.check() == []
         assert len(view.lists) < len(read)  # some were dropped (and made again when read)
+
+
+def test_a_union_outlives_its_evicted_members_until_any_write() -> None:
+    # Evicting a mirror no longer ends the unions made of it (they were made again query after
+    # query); a write to any list does, so a union never misses a posting of a member whose
+    # mirror is gone (that write reaches no mirror).
+    index = NamespaceIndex()
+    for seq in range(1, 7):
+        index.add(seq, [f"c{seq % 3}"], [], [])
+    view = arrays.view_of(index)
+    keys = (("cue", "c1"), ("cue", "c2"))
+    union = view.union(keys)[0]
+    assert sorted(view.seq_at[union].tolist()) == [1, 2, 4, 5]
+    with mock.patch.object(arrays, "MIRROR_MIN_POSTINGS", 0):
+        with mock.patch.object(arrays, "MIRROR_POSTINGS_PER_MEMORY", 0):
+            view._evict()
+    assert len(view.lists) == 1 and view.union(keys)[0] is union
+    index.add(7, ["c1"], [], [])
+    assert sorted(view.seq_at[view.union(keys)[0]].tolist()) == [1, 2, 4, 5, 7]
 
 
 def test_mirrors_of_all_one_lists_keep_no_values() -> None:
