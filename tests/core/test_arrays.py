@@ -229,6 +229,36 @@ def test_date_and_speaker_bonuses_rank_the_same_through_arrays() -> None:
     assert {"date", "speaker"} <= bonuses
 
 
+def test_with_a_bonus_a_few_hundred_candidates_are_kept_within_reach_exactly() -> None:
+    # A date bonus is asked candidate by candidate in Python: with one, _within_reach narrows
+    # from a few hundred candidates already (without one, from over a thousand).
+    rnd = random.Random(5)
+    words = [f"w{i}" for i in range(24)]
+    start = datetime(2023, 5, 1, 9, 0, tzinfo=timezone.utc)
+    items = [
+        {"content": " ".join(rnd.sample(words, 3)), "memory_id": f"d{i}",
+         "created_at": start + timedelta(hours=3 * i)}
+        for i in range(3000)
+    ]  # fmt: skip
+    fast, full = CueMap(config={"dedupe": False}), CueMap(config={"dedupe": False, "prune": False})
+    fast.add_many(items)
+    full.add_many(items)
+    reached: list[int] = []
+    real = arrays._within_reach
+
+    def spy(view: Any, sums: Any, cand: Any, at: Any, cfg: Any, scorer: Any, *rest: Any) -> Any:
+        reached.extend([len(cand)] if scorer.bonus is not None else [])
+        return real(view, sums, cand, at, cfg, scorer, *rest)
+
+    for k in (1, 10):
+        with arrays_for_every_size(False), mock.patch.object(arrays, "_within_reach", spy):
+            got = fast.recall("w3 on 4 May 2023", k=k)
+        expected = full.recall("w3 on 4 May 2023", k=k)
+        assert got.memory_ids == expected.memory_ids
+        assert any(name == "date" for name, _ in expected.hits[0].breakdown.contributions)
+    assert reached and min(reached) <= 16 * 64
+
+
 def test_a_bonus_can_lift_a_candidate_past_the_rare_words_leaders() -> None:
     # Ann's turns say "zeta" twice and lead on evidence; Bob's says it once, but the query names
     # Bob and his speaker bonus puts his turn first. Narrowing computes theta without bonuses
