@@ -300,9 +300,8 @@ def test_carried_lists_merge_into_one_entry_with_summed_gains(size: int) -> None
         )
         for slots, g in lists
     ]
-    merged = arrays._merged(
-        view, [e.lst for e in entries], [e.slots for e in entries]  # type: ignore[arg-type]
-    )
+    lists_, slots = [e.lst for e in entries], [e.slots for e in entries]
+    merged = arrays._merged(view, lists_, slots)  # type: ignore[arg-type]
     assert merged.slots.tolist() == [0, 1, 4, 7, 9, 30]
     assert merged.values.tolist() == [1.25, 2.0, 3.75, 0.0, 3.25, 1.25]
     assert merged.lst.signal == "session" and merged.lst.bound == 3.75
