@@ -176,6 +176,7 @@ class ArrayView:
         self.mirrored = 0
         # concept unions, asked for the idf and again for the selection; any change clears it
         self._unions: dict[tuple[tuple[str, str], ...], Any] = {}
+        self._union_slots = 0  # how many slots the unions hold together
         for seq, doc in index.docs.items():
             self.set_doc(seq, doc)
 
@@ -212,20 +213,29 @@ class ArrayView:
 
     def put(self, kind: str, key: str, seq: int, value: float) -> None:
         """A posting was added to the index: mirror it if this list is mirrored."""
+        if self._unions:  # tested here: ingest calls this for every posting
+            self._forget_unions()
         mirrored = self.lists.get((kind, key))
         if mirrored is not None:
             mirrored.append(self.slot_by_seq[seq], value)
             self.mirrored += 1
-            self._unions.clear()  # unions are made of mirrored lists only
 
     def drop(self, kind: str, key: str, seq: int) -> None:
         """A posting was removed from the index."""
+        if self._unions:
+            self._forget_unions()
         mirrored = self.lists.get((kind, key))
         if mirrored is not None:
             before = mirrored.size
             mirrored.drop(self.slot_by_seq[seq])
             self.mirrored -= before - mirrored.size
-            self._unions.clear()
+
+    def _forget_unions(self) -> None:
+        """Any posting change, of a mirrored list or not, ends every union: so a union may
+        outlive the mirrors it was made of (evicting a mirror used to clear them all, and at
+        100k the bench's queries then made 1,059 unions of 434 distinct concepts)."""
+        self._unions.clear()
+        self._union_slots = 0
 
     # -------------------------------------------------------------- read by queries
     def postings(self, kind: str, key: str) -> tuple[Any, Any]:
@@ -250,11 +260,14 @@ class ArrayView:
         """Forget the least recently read mirrors beyond the budget (they are made again, in
         one array step, if a query needs them): without it the mirrors of every word ever
         queried would come to double the index's memory."""
-        budget = max(MIRROR_MIN_POSTINGS, MIRROR_POSTINGS_PER_MEMORY * self.size)
+        budget = self._budget()
         while self.mirrored > budget and len(self.lists) > 1:
             _, dropped = self.lists.popitem(last=False)
             self.mirrored -= dropped.size
-            self._unions.clear()  # a union must not outlive a member no write now reaches
+
+    def _budget(self) -> int:
+        """How many postings the mirrors may hold."""
+        return max(MIRROR_MIN_POSTINGS, MIRROR_POSTINGS_PER_MEMORY * self.size)
 
     def union(self, keys: Sequence[tuple[str, str]]) -> tuple[Any, Any]:
         """``(slots, values)`` of one list, or of several (a concept) with each memory once
@@ -263,9 +276,14 @@ class ArrayView:
             return self.postings(*keys[0])
         held = self._unions.get(tuple(keys))
         if held is None:
-            if len(self._unions) >= 1024:  # many distinct concepts and no write: start over
+            held = self._union(keys)
+            self._union_slots += len(held)
+            # many distinct concepts and no write: start over (bounded like the mirrors, as
+            # the eviction of a member no longer ends a union)
+            if len(self._unions) >= 1024 or self._union_slots > self._budget() // 4:
                 self._unions.clear()
-            held = self._unions[tuple(keys)] = self._union(keys)
+                self._union_slots = len(held)
+            self._unions[tuple(keys)] = held
         return held, None
 
     def _union(self, keys: Sequence[tuple[str, str]]) -> Any:
@@ -455,11 +473,11 @@ def _entries(view: ArrayView, lists: Sequence[_List], memo: RecallMemo) -> list[
     at every narrowing check, while together they only ever add a saturated sum (the session
     cap bounds them as one list anyway, see :func:`_rest_bounds`). The query's own lists'
     entries are made once per recall (``memo``): the feedback pass reads the same arrays."""
-    entries = [_entry(view, lst, memo) for lst in lists]
-    carried = [e for e in entries if e.lst.signal == "session"]
+    carried = [lst for lst in lists if lst.signal == "session"]
     if len(carried) < 2:
-        return entries
-    return [e for e in entries if e.lst.signal != "session"] + [_merged(view, carried)]
+        return [_entry(view, lst, memo) for lst in lists]
+    own = [_entry(view, lst, memo) for lst in lists if lst.signal != "session"]
+    return [*own, _merged(view, carried, [view.union(lst.keys)[0] for lst in carried])]
 
 
 def _entry(view: ArrayView, lst: _List, memo: RecallMemo) -> _Entry:
@@ -472,17 +490,40 @@ def _entry(view: ArrayView, lst: _List, memo: RecallMemo) -> _Entry:
     return held
 
 
-def _merged(view: ArrayView, entries: Sequence[_Entry]) -> _Entry:
-    """One entry for several session lists: each memory they reach once (ascending), with
-    the sum of its gains from them, in list order."""
+def _merged(view: ArrayView, lists: Sequence[_List], each: Sequence[Any]) -> _Entry:
+    """One entry for several session lists (their slots ``each``): each memory they reach once
+    (ascending), with the sum of its gains from them, in list order.
+
+    The gains of all lists are made in one step, not list by list (a feedback pass carries
+    some fifty): each list's constant gain repeated over its slots, and its own, lower gain
+    where the slot is its single source's (as :meth:`_Entry.gains` gives them)."""
     np = _np()
-    slots, where = _joined([e.slots for e in entries], view.size)
-    gains = np.concatenate([e.full(view) for e in entries])
+    slots, where = _joined(each, view.size)
+    gains = _session_gains(view, lists, each)
     gains = np.bincount(np.concatenate(where), gains, minlength=len(slots))  # in input order
-    bound = sum(e.lst.bound for e in entries)
+    bound = sum(lst.bound for lst in lists)
     # no postings, keys or gain of its own: a summed entry's values are its gains (see gains())
     merged = _List("session", bound, (), _Gain(math.nan), ())
     return _Entry(merged, slots, gains, summed=True)
+
+
+def _session_gains(view: ArrayView, lists: Sequence[_List], each: Sequence[Any]) -> Any:
+    """The gain of every posting of these session lists (slots ``each``), concatenated."""
+    np = _np()
+    lengths = [len(slots) for slots in each]
+    gain: list[_Gain] = [lst.gain for lst in lists]  # type: ignore[misc]  # session: _Gain
+    gains = np.repeat([g.value for g in gain], lengths)
+    own = [_slot_or_none(view, g.special) for g in gain]  # -1: none (slots are >= 0)
+    if max(own) >= 0:
+        mine = np.concatenate(each) == np.repeat(own, lengths)
+        gains[mine] = np.repeat([g.special_value for g in gain], lengths)[mine]
+    return gains
+
+
+def _slot_or_none(view: ArrayView, seq: int | None) -> int:
+    """The slot of ``seq``, or -1 when it is None or has none."""
+    slot = None if seq is None else view.slot(seq)
+    return -1 if slot is None else slot
 
 
 def _ranked_walk(
@@ -491,7 +532,7 @@ def _ranked_walk(
     floor: float,
 ) -> dict[int, None]:  # fmt: skip
     np = _np()
-    if len(cand) > 16 * max(4 * k, 64):
+    if len(cand) > _reach_from(scorer, k):
         cand, positions = _within_reach(
             view, sums, cand, positions, cfg, scorer, k, admitted, floor
         )
@@ -504,6 +545,15 @@ def _ranked_walk(
             return {}
     shift = float(score.max() - score.min()) + _BIG_SHIFT if tag_only.any() else 0.0
     return _walk(view, cand, np.where(tag_only, score - shift, score), k, admitted)
+
+
+def _reach_from(scorer: FastScorer, k: int) -> int:
+    """How many candidates make :func:`_within_reach` worth its checks. Scoring one in the
+    array costs a fraction of a microsecond, so only thousands pay; but a query's date or
+    speaker bonus is asked memory by memory in Python (about 1 us each, reading its row), so
+    with one, a few blocks already do (the bench's date queries scored ~1,000 candidates)."""
+    block = max(4 * k, 64)
+    return 16 * block if scorer.bonus is None else 4 * block
 
 
 def _within_reach(

@@ -13,7 +13,7 @@ posting change goes through :meth:`NamespaceIndex._put` / :meth:`NamespaceIndex.
 from __future__ import annotations
 
 from collections import Counter, defaultdict, deque
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import repeat
 from typing import TYPE_CHECKING, Any
@@ -140,6 +140,9 @@ class NamespaceIndex:
         self.cue_lexicon = CueLexicon()
         self.tag_lexicon = CueLexicon()
         self.view: ArrayView | None = None  # created by arrays.view_of on first large query
+        # values recalls derive from the postings alone (a concept's postings and document
+        # frequency, asked by every pass of every recall): any posting change clears it
+        self.derived: dict[Hashable, Any] = {}
         self._pending: _Pending | None = None  # postings of add(..., defer=True), until flush
 
     def __len__(self) -> int:
@@ -219,6 +222,7 @@ class NamespaceIndex:
 
         One call per memory and kind, not per posting: ingest makes dozens of postings per
         memory, and this loop is the index's share of its cost."""
+        self.derived.clear()
         put = self._tables[kind].put
         for key, value in zip(keys, values or repeat(1.0, len(keys)), strict=True):
             put(key, seq, value)
@@ -251,6 +255,7 @@ class NamespaceIndex:
         pending, self._pending = self._pending, None
         if pending is None:
             return
+        self.derived.clear()
         for kind, seqs_of in pending.seqs.items():
             if kind != "term":  # a memory posts a cue (tag) once: one reference per seq
                 lexicon = self.cue_lexicon if kind == "cue" else self.tag_lexicon
@@ -263,6 +268,7 @@ class NamespaceIndex:
 
     def _drop(self, kind: str, key: str, seq: int) -> None:
         self.flush()  # the posting may still be pending
+        self.derived.clear()
         self._tables[kind].drop(key, seq)
         if kind != "term":
             (self.cue_lexicon if kind == "cue" else self.tag_lexicon).discard(key, normalized=True)

@@ -115,6 +115,35 @@ def _union_size(index: NamespaceIndex, keys: tuple[tuple[str, str], ...]) -> int
     return len(set().union(*(index.postings(kind)[key] for kind, key in keys)))
 
 
+class _Found(NamedTuple):
+    """A concept's posting lists in the index, and how many memories hold any of them."""
+
+    keys: tuple[tuple[str, str], ...]  # (kind, member) of each list the index has
+    postings: tuple[Postings, ...]
+    df: int  # the concept's document frequency (0 without keys)
+
+
+_DERIVED_MAX = 4096  # many distinct concepts and no write: start the index's memo over
+
+
+def _found(index: NamespaceIndex, kinds: tuple[str, ...], members: tuple[str, ...]) -> _Found:
+    """The lists of ``members`` in the tables of ``kinds`` (kind by kind, members in order).
+
+    Memoized in ``index.derived`` (cleared by every posting change): the feedback pass
+    carries some fifty concepts, each needing its document frequency (a union of lists), and
+    the same concepts come back in pass after pass and recall after recall."""
+    held: _Found | None = index.derived.get((kinds, members))
+    if held is None:
+        tables = [(kind, index.postings(kind)) for kind in kinds]
+        keys = tuple((kind, m) for kind, table in tables for m in members if m in table)
+        postings = tuple(index.postings(kind)[m] for kind, m in keys)
+        held = _Found(keys, postings, _union_size(index, keys) if keys else 0)
+        if len(index.derived) >= _DERIVED_MAX:
+            index.derived.clear()
+        index.derived[(kinds, members)] = held
+    return held
+
+
 @dataclass
 class RecallMemo:
     """What every pass of one recall (the first and the feedback pass) computes alike.
@@ -171,10 +200,9 @@ def _cue_lists(index: NamespaceIndex, plan: QueryPlan, cfg: RecallConfig) -> lis
     n, w = len(index), cfg.weights
     out: list[_List] = []
     for members in plan.cues:
-        keys = tuple(("cue", m) for m in members if m in index.cues)
+        keys, postings, df = _found(index, ("cue",), members)
         if keys:
-            postings = tuple(index.cues[m] for _, m in keys)
-            idf = bm25_idf(n, _union_size(index, keys))
+            idf = bm25_idf(n, df)
             out.append(_List("cue", w["cue"] * idf, postings, _Gain(idf), keys))
     return out
 
@@ -183,12 +211,8 @@ def _carried_lists(index: NamespaceIndex, plan: QueryPlan, cfg: RecallConfig) ->
     n, w = len(index), cfg.weights
     out: list[_List] = []
     most = max(cfg.carry_min_df, int(cfg.carry_max_share * n))
-    tables = (("cue", index.cues), ("tag", index.tags))
     for concept in plan.expanded_concepts:
-        found = [(kind, m, t[m]) for kind, t in tables for m in concept.members if m in t]
-        keys = tuple((kind, m) for kind, m, _ in found)
-        postings = tuple(bucket for _, _, bucket in found)
-        df = _union_size(index, keys) if keys else 0
+        keys, postings, df = _found(index, ("cue", "tag"), concept.members)
         if 0 < df <= most:  # a carried cue too common to tell memories apart is not carried
             gain = concept.weight * bm25_idf(n, df)
             only = next(iter(concept.sources)) if len(concept.sources) == 1 else None

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from cuemap_integrations import CueMap, arrays
+from cuemap_integrations.index import NamespaceIndex
 from cuemap_integrations.ranking import Carried, Filters, plan_query, rank, with_carried
 from cuemap_integrations.topk import RecallMemo
 
@@ -228,6 +229,36 @@ def test_date_and_speaker_bonuses_rank_the_same_through_arrays() -> None:
     assert {"date", "speaker"} <= bonuses
 
 
+def test_with_a_bonus_a_few_hundred_candidates_are_kept_within_reach_exactly() -> None:
+    # A date bonus is asked candidate by candidate in Python: with one, _within_reach narrows
+    # from a few hundred candidates already (without one, from over a thousand).
+    rnd = random.Random(5)
+    words = [f"w{i}" for i in range(24)]
+    start = datetime(2023, 5, 1, 9, 0, tzinfo=timezone.utc)
+    items = [
+        {"content": " ".join(rnd.sample(words, 3)), "memory_id": f"d{i}",
+         "created_at": start + timedelta(hours=3 * i)}
+        for i in range(3000)
+    ]  # fmt: skip
+    fast, full = CueMap(config={"dedupe": False}), CueMap(config={"dedupe": False, "prune": False})
+    fast.add_many(items)
+    full.add_many(items)
+    reached: list[int] = []
+    real = arrays._within_reach
+
+    def spy(view: Any, sums: Any, cand: Any, at: Any, cfg: Any, scorer: Any, *rest: Any) -> Any:
+        reached.extend([len(cand)] if scorer.bonus is not None else [])
+        return real(view, sums, cand, at, cfg, scorer, *rest)
+
+    for k in (1, 10):
+        with arrays_for_every_size(False), mock.patch.object(arrays, "_within_reach", spy):
+            got = fast.recall("w3 on 4 May 2023", k=k)
+        expected = full.recall("w3 on 4 May 2023", k=k)
+        assert got.memory_ids == expected.memory_ids
+        assert any(name == "date" for name, _ in expected.hits[0].breakdown.contributions)
+    assert reached and min(reached) <= 16 * 64
+
+
 def test_a_bonus_can_lift_a_candidate_past_the_rare_words_leaders() -> None:
     # Ann's turns say "zeta" twice and lead on evidence; Bob's says it once, but the query names
     # Bob and his speaker bonus puts his turn first. Narrowing computes theta without bonuses
@@ -269,7 +300,8 @@ def test_carried_lists_merge_into_one_entry_with_summed_gains(size: int) -> None
         )
         for slots, g in lists
     ]
-    merged = arrays._merged(view, entries)  # type: ignore[arg-type]
+    lists_, slots = [e.lst for e in entries], [e.slots for e in entries]
+    merged = arrays._merged(view, lists_, slots)  # type: ignore[arg-type]
     assert merged.slots.tolist() == [0, 1, 4, 7, 9, 30]
     assert merged.values.tolist() == [1.25, 2.0, 3.75, 0.0, 3.25, 1.25]
     assert merged.lst.signal == "session" and merged.lst.bound == 3.75
@@ -314,6 +346,25 @@ def test_mirrors_stay_within_their_budget_and_rank_the_same() -> None:
             cm.delete(f"m{round_}")
         assert cm.check() == []
         assert len(view.lists) < len(read)  # some were dropped (and made again when read)
+
+
+def test_a_union_outlives_its_evicted_members_until_any_write() -> None:
+    # Evicting a mirror no longer ends the unions made of it (they were made again query after
+    # query); a write to any list does, so a union never misses a posting of a member whose
+    # mirror is gone (that write reaches no mirror).
+    index = NamespaceIndex()
+    for seq in range(1, 7):
+        index.add(seq, [f"c{seq % 3}"], [], [])
+    view = arrays.view_of(index)
+    keys = (("cue", "c1"), ("cue", "c2"))
+    union = view.union(keys)[0]
+    assert sorted(view.seq_at[union].tolist()) == [1, 2, 4, 5]
+    with mock.patch.object(arrays, "MIRROR_MIN_POSTINGS", 0):
+        with mock.patch.object(arrays, "MIRROR_POSTINGS_PER_MEMORY", 0):
+            view._evict()
+    assert len(view.lists) == 1 and view.union(keys)[0] is union
+    index.add(7, ["c1"], [], [])
+    assert sorted(view.seq_at[view.union(keys)[0]].tolist()) == [1, 2, 4, 5, 7]
 
 
 def test_mirrors_of_all_one_lists_keep_no_values() -> None:

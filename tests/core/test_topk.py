@@ -9,7 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cuemap_integrations import CueMap
+from cuemap_integrations import CueMap, topk
+from cuemap_integrations.index import NamespaceIndex
 from cuemap_integrations.ranking import Filters, plan_query, rank
 from cuemap_integrations.topk import can_prune
 
@@ -107,3 +108,27 @@ def test_negative_weights_turn_pruning_off(weights) -> None:
     cm = CueMap(config={"weights": weights})
     assert not can_prune(cm.config)
     assert can_prune(CueMap().config)
+
+
+def test_a_concepts_memoized_document_frequency_follows_every_posting_change() -> None:
+    # Every pass of every recall asks a concept's lists and document frequency: the index
+    # memoizes them, and an add, a deferred add (at its flush), a context change and a removal
+    # must each be seen by the next recall.
+    index = NamespaceIndex()
+    index.add(1, ["lake"], ["trip"], ["lake"])
+    concept = ("lake", "trip")
+
+    def df() -> int:
+        return topk._found(index, ("cue", "tag"), concept).df
+
+    assert df() == 1
+    index.add(2, [], ["trip"], ["boat"])
+    assert df() == 2
+    index.add(3, ["lake"], [], [], defer=True)
+    index.flush()
+    assert df() == 3
+    index.set_context(3, {"lake": 0.5})  # term postings: not this concept's, still a change
+    assert df() == 3 and topk._found(index, ("cue",), ("lake",)).keys == (("cue", "lake"),)
+    index.remove(1)
+    assert df() == 2
+    assert topk._found(index, ("cue",), ("nowhere",)) == ((), (), 0)
