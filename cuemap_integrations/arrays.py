@@ -58,10 +58,10 @@ MIRROR_POSTINGS_PER_MEMORY = 16
 MIRROR_MIN_POSTINGS = 1 << 16
 
 _EPSILON = 1e-9  # NumPy and Python sum a memory's parts in different orders: keep near-ties
-_BIG_SHIFT = 1.0
+_BIG_SHIFT = 1.0  # tag-only matches rank after every other match (see ranking.rank)
 # Narrowing reads the rare lists sparsely (sorting their union); once they hold more than
 # 1/_SPARSE_SHARE of the namespace's size in postings, one dense pass over it is cheaper.
-_SPARSE_SHARE = 4  # tag-only matches rank after every other match (see ranking.rank)
+_SPARSE_SHARE = 4
 
 _numpy: Any = None
 
@@ -82,18 +82,6 @@ def usable() -> bool:
     except ImportError:
         return False
     return True
-
-
-def _unique(values: Any) -> Any:
-    """Sorted distinct values (sorting beats ``np.unique``'s hashing on these short arrays)."""
-    np = _np()
-    ordered = np.sort(values)
-    if len(ordered) < 2:
-        return ordered
-    keep = np.empty(len(ordered), dtype=bool)
-    keep[0] = True
-    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
-    return ordered[keep]
 
 
 class _Growable:
@@ -287,14 +275,7 @@ class ArrayView:
         return held, None
 
     def _union(self, keys: Sequence[tuple[str, str]]) -> Any:
-        np = _np()
-        lists = [self.postings(kind, key)[0] for kind, key in keys]
-        if sum(map(len, lists)) * 16 < self.size:  # short: sorting them beats a pass over size
-            return _unique(np.concatenate(lists))
-        seen = np.zeros(self.size, dtype=bool)
-        for slots in lists:
-            seen[slots] = True
-        return np.flatnonzero(seen)
+        return _joined([self.postings(kind, key)[0] for kind, key in keys], self.size)[0]
 
     def errors(self) -> list[str]:
         """Differences between the mirrored lists and the index (empty when in step)."""

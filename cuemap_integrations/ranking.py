@@ -219,7 +219,7 @@ def plan_query(
     terms = content_terms(normalized)
     for unit in map(stem, joined_pairs(normalized)):
         found += index.cue_lexicon.unit_cues(unit)
-        terms += [unit] if index.terms.get(unit) else []
+        terms += [unit] if unit in index.terms else []  # a table holds no empty key
     plan = QueryPlan(
         query=query,
         normalized=normalized,

@@ -1312,7 +1312,7 @@ class CueLexicon:
                 resume, cues = self._longest(units, i)
                 found.update(dict.fromkeys(cues))
             for single in (unit, *(_stem(p) for p in _parts(unit))):
-                found.update(dict.fromkeys(_as_tuple(self._keys.get(single, ()))))
+                found.update(dict.fromkeys(self.unit_cues(single)))
         return list(found)
 
     def unit_cues(self, unit: str) -> tuple[str, ...]:

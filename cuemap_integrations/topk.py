@@ -134,9 +134,9 @@ def _found(index: NamespaceIndex, kinds: tuple[str, ...], members: tuple[str, ..
     the same concepts come back in pass after pass and recall after recall."""
     held: _Found | None = index.derived.get((kinds, members))
     if held is None:
-        tables = [(kind, index.postings(kind)) for kind in kinds]
-        keys = tuple((kind, m) for kind, table in tables for m in members if m in table)
-        postings = tuple(index.postings(kind)[m] for kind, m in keys)
+        tables = {kind: index.postings(kind) for kind in kinds}
+        keys = tuple((kind, m) for kind, table in tables.items() for m in members if m in table)
+        postings = tuple(tables[kind][m] for kind, m in keys)
         held = _Found(keys, postings, _union_size(index, keys) if keys else 0)
         if len(index.derived) >= _DERIVED_MAX:
             index.derived.clear()
