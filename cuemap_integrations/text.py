@@ -1040,9 +1040,14 @@ def _ascii_name_runs(text: str) -> list[list[str]]:
     token: tokens that could be name words, separated by spaces or tabs only. Any other token
     between two of them would end a run anyway; a candidate that is no name word ends it too."""
     runs: list[list[str]] = []
-    for match in _NAME_RUN_RE.finditer(text):
+    for candidate in _NAME_RUN_RE.findall(text):  # the pattern has no group: whole matches
+        tokens = candidate.split()
+        if len(tokens) == 1:  # most candidates: one word, a run of its own if a name word
+            if _is_name_word(candidate):
+                runs.append(tokens)
+            continue
         current: list[str] = []
-        for token in match.group().split():
+        for token in tokens:
             if _is_name_word(token):
                 current.append(token)
             elif current:
