@@ -160,6 +160,9 @@ _SCAN_RE = re.compile(rf"(?P<id>{_ID})|(?P<cjk>[{_CJK}]+)")
 # A lone letter glued on by an apostrophe ("don't", "it's", "o'clock") is dropped, keeping the
 # apostrophe itself so that it still separates words.
 _APOS_RE = re.compile(rf"(?<={_W}'){_L}(?!{_W})|(?<!{_W}){_L}(?='{_W})")
+# The same pattern for ASCII text, where _W is [A-Za-z0-9_] and _L is [A-Za-z]: classes of a
+# few ranges instead of a negated Unicode category less the CJK ranges, tested at each match.
+_ASCII_APOS_RE = re.compile(rf"(?<={_AW}')[A-Za-z](?!{_AW})|(?<!{_AW})[A-Za-z](?='{_AW})")
 _PART_SPLIT_RE = re.compile(r"[-._:@]+")
 _SEPARATORS = frozenset("-._:@/")
 _ASCII_WORD_RE = re.compile(r"[a-z]+")
@@ -577,10 +580,11 @@ def _drop_apostrophes(text: str) -> str:
     quote = text.find("'")
     if quote < 0:
         return text
+    match = (_ASCII_APOS_RE if text.isascii() else _APOS_RE).match
     drop: list[int] = []
     while quote >= 0:
         for i in (quote - 1, quote + 1):
-            if i >= 0 and (not drop or drop[-1] < i) and _APOS_RE.match(text, i):
+            if i >= 0 and (not drop or drop[-1] < i) and match(text, i):
                 drop.append(i)  # increasing: each apostrophe's neighbours follow the last ones
         quote = text.find("'", quote + 1)
     if not drop:
