@@ -191,7 +191,8 @@ class NamespaceIndex:
             self.view.set_doc(seq, doc)
         put = self._defer_many if defer else self._put_many
         put("cue", seq, doc.cues)
-        put("tag", seq, doc.tags)
+        if doc.tags:  # most memories have none: nothing to post
+            put("tag", seq, doc.tags)
         put("term", seq, names, counts)
         if context:
             self.set_context(seq, dict(context))

@@ -82,6 +82,8 @@ def coerce_timestamp(value: object, field_name: str) -> datetime:
     Raises:
         ValidationError: naive, unparsable or of another type.
     """
+    if type(value) is datetime and value.tzinfo is timezone.utc:
+        return value  # what astimezone(timezone.utc) returns for it (ingest coerces each twice)
     given = value  # errors show what the caller passed, not what it was parsed into
     if isinstance(value, str):
         try:
@@ -126,6 +128,8 @@ def json_safe_copy(value: object, field_name: str = "metadata", _depth: int = 0)
     """
     if _depth > _MAX_JSON_DEPTH:
         raise ValidationError(field_name, "...", f"JSON nested at most {_MAX_JSON_DEPTH} levels")
+    if type(value) is dict and _depth < _MAX_JSON_DEPTH and _flat_ascii(value):
+        return dict(value)  # the walk's copy (its items, one level deeper, are within bounds)
     if isinstance(value, str):
         return check_unicode(value, field_name)
     if value is None or isinstance(value, (bool, int)):
@@ -149,8 +153,24 @@ def json_safe_copy(value: object, field_name: str = "metadata", _depth: int = 0)
     )
 
 
+_FLAT_VALUES = frozenset({int, bool, type(None)})  # exact types json_safe_copy keeps as they are
+
+
+def _flat_ascii(metadata: dict[Any, Any]) -> bool:
+    """Whether :func:`json_safe_copy` of ``metadata`` is the plain copy ``dict(metadata)``, seen
+    without its walk (a ``Mapping`` check and a field name per entry): ASCII string keys to
+    ints, bools, None or ASCII strings, the usual metadata. Anything else takes the walk."""
+    for key, item in metadata.items():
+        if type(key) is not str or not key.isascii():
+            return False
+        kind = type(item)
+        if not (kind in _FLAT_VALUES or (kind is str and item.isascii())):
+            return False
+    return True
+
+
 def _string_tuple(value: object, field_name: str) -> tuple[str, ...]:
-    if value is None:
+    if value is None or (type(value) is tuple and not value):  # no tags: most records
         return ()
     if isinstance(value, str) or not isinstance(value, Iterable):
         raise ValidationError(field_name, value, "a list of strings")

@@ -19,7 +19,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from json.encoder import encode_basestring
@@ -193,6 +193,31 @@ def _json_strings(items: tuple[str, ...]) -> str:
     return "[" + ", ".join(map(encode_basestring, items)) + "]"
 
 
+# What the encoder writes for the scalars metadata usually holds (ids, counters, names, flags),
+# by exact type: subclasses (an IntEnum, a str subclass) and floats take the encoder's path.
+_SCALAR_JSON: dict[type, Callable[[Any], str]] = {
+    str: encode_basestring,
+    int: int.__repr__,
+    bool: lambda value: "true" if value else "false",
+    type(None): lambda _: "null",
+}
+
+
+def _metadata_json(metadata: dict[str, JSONValue]) -> str:
+    """``_TO_SORTED_JSON(metadata)``: a flat dict of strings, ints, bools and None (most
+    metadata; ``{}`` most of all) is written item by item with the encoder's own string
+    function, without its per-call set-up, which cost more than the encoding itself."""
+    if not metadata:
+        return "{}"
+    parts: list[str] = []
+    for key, value in sorted(metadata.items()):  # as sort_keys orders them (unique str keys)
+        encode = _SCALAR_JSON.get(type(value))
+        if encode is None:  # a nested or float value: the encoder's own path
+            return _TO_SORTED_JSON(metadata)
+        parts.append(f"{encode_basestring(key)}: {encode(value)}")
+    return "{" + ", ".join(parts) + "}"
+
+
 def record_to_row(record: MemoryRecord) -> tuple[Any, ...]:
     """The column values of ``record``, in ``_COLUMNS`` order."""
     created = _iso(record.created_at)
@@ -204,7 +229,7 @@ def record_to_row(record: MemoryRecord) -> tuple[Any, ...]:
         record.type.value, record.source, created, updated,
         _iso(record.last_accessed), record.access_count, _iso(record.expires_at),
         record.supersedes, record.superseded_by,
-        _TO_SORTED_JSON(record.metadata), record.cue_origin,
+        _metadata_json(record.metadata), record.cue_origin,
         _iso(record.superseded_at), record.key,
     )  # fmt: skip
 

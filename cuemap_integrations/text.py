@@ -160,6 +160,9 @@ _SCAN_RE = re.compile(rf"(?P<id>{_ID})|(?P<cjk>[{_CJK}]+)")
 # A lone letter glued on by an apostrophe ("don't", "it's", "o'clock") is dropped, keeping the
 # apostrophe itself so that it still separates words.
 _APOS_RE = re.compile(rf"(?<={_W}'){_L}(?!{_W})|(?<!{_W}){_L}(?='{_W})")
+# The same pattern for ASCII text, where _W is [A-Za-z0-9_] and _L is [A-Za-z]: classes of a
+# few ranges instead of a negated Unicode category less the CJK ranges, tested at each match.
+_ASCII_APOS_RE = re.compile(rf"(?<={_AW}')[A-Za-z](?!{_AW})|(?<!{_AW})[A-Za-z](?='{_AW})")
 _PART_SPLIT_RE = re.compile(r"[-._:@]+")
 _SEPARATORS = frozenset("-._:@/")
 _ASCII_WORD_RE = re.compile(r"[a-z]+")
@@ -577,10 +580,11 @@ def _drop_apostrophes(text: str) -> str:
     quote = text.find("'")
     if quote < 0:
         return text
+    match = (_ASCII_APOS_RE if text.isascii() else _APOS_RE).match
     drop: list[int] = []
     while quote >= 0:
         for i in (quote - 1, quote + 1):
-            if i >= 0 and (not drop or drop[-1] < i) and _APOS_RE.match(text, i):
+            if i >= 0 and (not drop or drop[-1] < i) and match(text, i):
                 drop.append(i)  # increasing: each apostrophe's neighbours follow the last ones
         quote = text.find("'", quote + 1)
     if not drop:
@@ -1040,9 +1044,14 @@ def _ascii_name_runs(text: str) -> list[list[str]]:
     token: tokens that could be name words, separated by spaces or tabs only. Any other token
     between two of them would end a run anyway; a candidate that is no name word ends it too."""
     runs: list[list[str]] = []
-    for match in _NAME_RUN_RE.finditer(text):
+    for candidate in _NAME_RUN_RE.findall(text):  # the pattern has no group: whole matches
+        tokens = candidate.split()
+        if len(tokens) == 1:  # most candidates: one word, a run of its own if a name word
+            if _is_name_word(candidate):
+                runs.append(tokens)
+            continue
         current: list[str] = []
-        for token in match.group().split():
+        for token in tokens:
             if _is_name_word(token):
                 current.append(token)
             elif current:
