@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
+from . import kernel
 from .postings import Postings
 from .topk import (  # topk imports this lazily: no cycle
     RecallMemo,
@@ -165,6 +166,7 @@ class ArrayView:
         # concept unions, asked for the idf and again for the selection; any change clears it
         self._unions: dict[tuple[tuple[str, str], ...], Any] = {}
         self._union_slots = 0  # how many slots the unions hold together
+        self._scratch: kernel.Scratch | None = None  # the compiled kernel's, made on first use
         for seq, doc in index.docs.items():
             self.set_doc(seq, doc)
 
@@ -274,6 +276,20 @@ class ArrayView:
             self._unions[tuple(keys)] = held
         return held, None
 
+    def union_size(self, keys: Sequence[tuple[str, str]], postings: Sequence[Postings]) -> int:
+        """How many memories hold at least one of the lists ``keys`` (``postings``): counted by
+        the kernel when it is on (no mirror or union made), else the union's length."""
+        if kernel.enabled():
+            return kernel.union_size(self, postings)
+        return len(self.union(keys)[0])
+
+    def scratch(self) -> kernel.Scratch:
+        """The kernel's zeroed per-slot arrays, made again larger once the view has grown."""
+        held = self._scratch
+        if held is None or held.size < self.size:
+            held = self._scratch = kernel.Scratch(_np(), len(self.seq_at))
+        return held
+
     def _union(self, keys: Sequence[tuple[str, str]]) -> Any:
         return _joined([self.postings(kind, key)[0] for kind, key in keys], self.size)[0]
 
@@ -378,6 +394,18 @@ class _Sums:
             ses_at = np.concatenate([a for a, _ in ses])
             self.session = np.bincount(ses_at, np.concatenate([g for _, g in ses]), minlength=size)
         self.tagged = np.bincount(np.concatenate(tags), minlength=size) if tags else None
+        # the kernel's (see of): what _evidence and tag_only compute, made in C already
+        self.evidence: Any = None
+        self.only: Any = None
+
+    @classmethod
+    def of(cls, found: kernel.KernelSums) -> _Sums:
+        """What the kernel found (by position among ``found.slots``): the evidence and tag-only
+        flags, all that ranking reads; the raw sums stay in C (None here)."""
+        sums = cls.__new__(cls)
+        sums.linear = sums.matched = sums.session = sums.tagged = None
+        sums.evidence, sums.only = found.evidence, found.tag_only
+        return sums
 
     def present(self) -> Any:
         """Positions any list reaches."""
@@ -392,6 +420,8 @@ class _Sums:
     def tag_only(self, at: Any) -> Any:
         """Whether each position matched tags and nothing else (no cue, content or session)."""
         np = _np()
+        if self.only is not None:
+            return self.only[at]
         if self.tagged is None:
             return np.zeros(len(at), dtype=bool)
         only = self.matched[at] == self.tagged[at]
@@ -424,17 +454,104 @@ def select(
     there.
     """
     view = view_of(index)
+    if kernel.enabled():
+        with view.scratch().lock:  # the kernel's output is the scratch's, until we return
+            found = _compiled(view, lists, cfg, scorer, k, admitted, floor)
+            if found is not None:
+                return _walked(view, found, cfg, scorer, k, admitted, min_score, floor)
+    found = _vectorized(view, lists, cfg, scorer, k, admitted, memo, floor)
+    return _walked(view, found, cfg, scorer, k, admitted, min_score, floor)
+
+
+def _walked(
+    view: ArrayView, found: tuple[Any, _Sums, Any], cfg: RecallConfig, scorer: FastScorer,
+    k: int, admitted: Callable[[int], bool], min_score: float | None, floor: float,
+) -> dict[int, None]:  # fmt: skip
+    """:func:`_ranked_walk` of the candidates ``found`` (none: no survivor)."""
+    cand, sums, positions = found
+    if not len(cand):
+        return {}
+    return _ranked_walk(view, sums, cand, positions, cfg, scorer, k, admitted, min_score, floor)
+
+
+def _compiled(
+    view: ArrayView, lists: Sequence[_List], cfg: RecallConfig, scorer: FastScorer, k: int,
+    admitted: Callable[[int], bool], floor: float,
+) -> tuple[Any, _Sums, Any] | None:  # fmt: skip
+    """Candidates and their evidence from the compiled kernel, reading the index's own posting
+    buffers (no mirror or union made): narrowed as :func:`_narrowed` does in a large namespace,
+    else every memory any list reaches. None when a list's gain is one the kernel does not
+    know (the NumPy path handles it)."""
+    sizes = [sum(map(len, lst.postings)) for lst in lists]
+    order = sorted((i for i, size in enumerate(sizes) if size), key=sizes.__getitem__)
+    ordered = [lists[i] for i in order]
+    described = kernel.describe(ordered)
+    if described is None or not cfg.session_saturation > 0:
+        return None
+    w = cfg.weights
+    weights = (w["cue"], w["tag"], w["content"], w["session"], cfg.session_saturation,
+               cfg.session_only_factor)  # fmt: skip
+    if view.size >= NARROW_MIN_MEMORIES:
+        narrowed = _compiled_narrowed(
+            view, described, ordered, [sizes[i] for i in order], weights, cfg, scorer, k,
+            admitted, floor,
+        )  # fmt: skip
+        if narrowed is not None:
+            return narrowed
+    return _from_kernel(kernel.accumulate(view, described, weights))
+
+
+def _from_kernel(found: kernel.KernelSums) -> tuple[Any, _Sums, Any]:
+    return found.slots, _Sums.of(found), _np().arange(len(found.slots))
+
+
+def _compiled_narrowed(
+    view: ArrayView, described: Any, ordered: Sequence[_List], sizes: Sequence[int],
+    weights: tuple[float, ...], cfg: RecallConfig, scorer: FastScorer, k: int,
+    admitted: Callable[[int], bool], floor: float,
+) -> tuple[Any, _Sums, Any] | None:  # fmt: skip
+    """:func:`_narrowed` by the kernel: the same checks (before a list at least twice as long
+    as the last, while the lists taken hold at most 1/_SPARSE_SHARE of the namespace's size in
+    postings), each summing the lists taken in C; once the lists not taken cannot lift a
+    memory outside the candidates to ``theta``, one more call sums every list for the
+    candidates within reach (long lists binary-searched for them). None: score densely."""
+    prior_max = scorer.prior_max
+    rest = rest_bounds(ordered, cfg.weights["session"] * cfg.session_saturation)
+    taken = 0
+    for i in range(len(sizes) - 1):
+        taken += sizes[i]
+        if taken > view.size // _SPARSE_SHARE:  # the kernel's too: share 1 measured x1.009
+            return None
+        if sizes[i + 1] < 2 * sizes[i] or rest[i + 1] + prior_max >= max(
+            rest[0] - rest[i + 1] + prior_max, floor
+        ):  # theta cannot beat the rest yet
+            continue
+        part = kernel.accumulate(view, described, weights, lists=i + 1)
+        cand, partial, at = _from_kernel(part)
+        lower = _scores(view, partial, cand, at, cfg, scorer, with_bonus=False)
+        sure = ~part.tag_only
+        theta = max(_kth(view, cand[sure], lower[sure], k, admitted), floor)
+        if rest[i + 1] + prior_max >= theta - _EPSILON:
+            continue
+        upper = lower + rest[i + 1] + part.jump + scorer.bonus_max
+        kept = cand[upper >= theta - _EPSILON]  # a copy: the next call reuses part's arrays
+        return _from_kernel(
+            kernel.accumulate(view, described, weights, cand=(kept, view.seq_at[kept]))
+        )
+    return None
+
+
+def _vectorized(
+    view: ArrayView, lists: Sequence[_List], cfg: RecallConfig, scorer: FastScorer, k: int,
+    admitted: Callable[[int], bool], memo: RecallMemo, floor: float,
+) -> tuple[Any, _Sums, Any]:  # fmt: skip
+    """Candidates and their sums by NumPy (the kernel's reference): narrowed in a large
+    namespace when the short lists decide, else every memory any list reaches."""
     entries = _entries(view, lists, memo)
     narrowed = None
     if view.size >= NARROW_MIN_MEMORIES:
         narrowed = _narrowed(view, entries, cfg, scorer, k, admitted, floor)
-    if narrowed is not None:
-        cand, sums, positions = narrowed
-    else:
-        cand, sums, positions = _dense(view, entries, cfg)
-    if not len(cand):
-        return {}
-    return _ranked_walk(view, sums, cand, positions, cfg, scorer, k, admitted, min_score, floor)
+    return narrowed if narrowed is not None else _dense(view, entries, cfg)
 
 
 def _dense(view: ArrayView, entries: Sequence[_Entry], cfg: RecallConfig) -> tuple[Any, _Sums, Any]:
@@ -697,6 +814,8 @@ def _scores(
 
 def _evidence(sums: _Sums, at: Any, cfg: RecallConfig, scorer: FastScorer) -> Any:
     """The query-dependent part of the score (without recency, type and frequency)."""
+    if sums.evidence is not None:  # the kernel computed it, with the same weights
+        return sums.evidence[at]
     np = _np()
     score = sums.linear[at]
     if scorer.w_session and sums.session is not None:
