@@ -284,10 +284,11 @@ class ArrayView:
         return len(self.union(keys)[0])
 
     def scratch(self) -> kernel.Scratch:
-        """The kernel's zeroed per-slot arrays, made again larger once the view has grown."""
+        """The kernel's zeroed per-slot arrays, made again larger once the view has grown (an
+        eighth to spare: 32 bytes a slot, so not the per-memory arrays' doubled capacity)."""
         held = self._scratch
         if held is None or held.size < self.size:
-            held = self._scratch = kernel.Scratch(_np(), len(self.seq_at))
+            held = self._scratch = kernel.Scratch(_np(), self.size + self.size // 8 + 1024)
         return held
 
     def _union(self, keys: Sequence[tuple[str, str]]) -> Any:
