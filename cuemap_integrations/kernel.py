@@ -235,13 +235,21 @@ def accumulate(
     found = _library().cm_accumulate(
         lists, described.ints.buffer_info()[0], described.doubles.buffer_info()[0],
         described.members.buffer_info()[0], view.slot_by_seq.ctypes.data,
-        len(view.slot_by_seq), view.length.ctypes.data, packed.buffer_info()[0], scratch.size,
-        *scratch.addresses, given, cand_slots, cand_seqs, slots.ctypes.data,
-        evidence.ctypes.data, jump.ctypes.data, only.ctypes.data, len(slots),
+        len(view.slot_by_seq), view.length.ctypes.data, packed.buffer_info()[0],
+        _slots(view, scratch), *scratch.addresses, given, cand_slots, cand_seqs,
+        slots.ctypes.data, evidence.ctypes.data, jump.ctypes.data, only.ctypes.data, len(slots),
     )  # fmt: skip
     if found < 0:
         raise KernelError(f"the scoring kernel found {_ERRORS.get(found, found)}")
     return KernelSums(slots[:found], evidence[:found], jump[:found], only[:found])
+
+
+def _slots(view: ArrayView, scratch: Scratch) -> int:
+    """The bound C checks every slot against: the view's memories, once it is sure that the
+    scratch and the per-slot lengths hold that many."""
+    if scratch.size < view.size or len(view.length) < view.size:
+        raise KernelError(f"{view.size} memories but arrays of {scratch.size} slots")
+    return int(view.size)
 
 
 def _int64s(arrays: tuple[Any, Any], count: int) -> tuple[int, int]:
@@ -260,7 +268,7 @@ def union_size(view: ArrayView, postings: Sequence[Postings]) -> int:
     for member in postings:
         described.member(member)
     scratch, members = view.scratch(), described.members.buffer_info()[0]
-    seqs, size = view.slot_by_seq, scratch.size
+    seqs, size = view.slot_by_seq, _slots(view, scratch)
     found = int(
         _library().cm_union_size(
             len(postings), members, seqs.ctypes.data, len(seqs), size, *scratch.addresses
