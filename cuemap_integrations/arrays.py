@@ -494,9 +494,7 @@ def _compiled(
     buffers (no mirror or union made): narrowed as :func:`_narrowed` does in a large namespace,
     else every memory any list reaches. None when a list's gain is one the kernel does not
     know, or when the namespace is too large for its dense pass (the NumPy path does those)."""
-    sizes = [sum(map(len, lst.postings)) for lst in lists]
-    order = sorted((i for i, size in enumerate(sizes) if size), key=sizes.__getitem__)
-    ordered = [lists[i] for i in order]
+    ordered, bounds = _units(lists)
     described = kernel.describe(ordered)
     if described is None or not cfg.session_saturation > 0:
         return None
@@ -505,9 +503,8 @@ def _compiled(
                cfg.session_only_factor)  # fmt: skip
     if view.size >= NARROW_MIN_MEMORIES:
         narrowed = _compiled_narrowed(
-            view, described, ordered, [sizes[i] for i in order], weights, cfg, scorer, k,
-            admitted, floor,
-        )  # fmt: skip
+            view, described, ordered, bounds, weights, cfg, scorer, k, admitted, floor
+        )
         if narrowed is not None:
             return narrowed
     if view.size >= KERNEL_DENSE_MAX_MEMORIES:
@@ -519,21 +516,42 @@ def _from_kernel(found: kernel.KernelSums) -> tuple[Any, _Sums, Any]:
     return found.slots, _Sums.of(found), _np().arange(len(found.slots))
 
 
+def _units(lists: Sequence[_List]) -> tuple[list[_List], list[tuple[int, int]]]:
+    """The lists with postings in the order narrowing takes them, and each *unit*'s
+    ``(postings, lists up to and including it)``. As :func:`_entries` merges them, the carried
+    (session) lists are one unit, placed by their postings together: each is short, but taken
+    one by one they would fill the share of the namespace narrowing may read before the query's
+    own rare words."""
+    sizes = [sum(map(len, lst.postings)) for lst in lists]
+    carried = [i for i, lst in enumerate(lists) if lst.signal == "session" and sizes[i]]
+    units = [[i] for i, lst in enumerate(lists) if sizes[i] and lst.signal != "session"]
+    if carried:
+        units.append(carried)
+    units.sort(key=lambda unit: sum(sizes[i] for i in unit))  # stable: ties keep list order
+    ordered, bounds = [], []
+    for unit in units:
+        ordered += [lists[i] for i in unit]
+        bounds.append((sum(sizes[i] for i in unit), len(ordered)))
+    return ordered, bounds
+
+
 def _compiled_narrowed(
-    view: ArrayView, described: Any, ordered: Sequence[_List], sizes: Sequence[int],
+    view: ArrayView, described: Any, ordered: Sequence[_List], units: Sequence[tuple[int, int]],
     weights: tuple[float, ...], cfg: RecallConfig, scorer: FastScorer, k: int,
     admitted: Callable[[int], bool], floor: float,
 ) -> tuple[Any, _Sums, Any] | None:  # fmt: skip
-    """:func:`_narrowed` by the kernel: the same checks (before a list at least twice as long
-    as the last, while the lists taken hold at most 1/_SPARSE_SHARE of the namespace's size in
+    """:func:`_narrowed` by the kernel: the same checks (before a unit at least twice as long
+    as the last, while the units taken hold at most 1/_SPARSE_SHARE of the namespace's size in
     postings), each summing the lists taken in C; once the lists not taken cannot lift a
     memory outside the candidates to ``theta``, one more call sums every list for the
     candidates within reach (long lists binary-searched for them). None: score densely."""
-    rest = rest_bounds(ordered, cfg.weights["session"] * cfg.session_saturation)
+    every = rest_bounds(ordered, cfg.weights["session"] * cfg.session_saturation)
+    rest = [every[0]] + [every[taken] for _, taken in units]  # rest[u]: units u.. add at most
     # the same share of the namespace as NumPy's: 1 instead of 4 measured x1.009 (100k A/B)
-    for i in _checks(view, sizes, rest, scorer, floor, last=False):
-        cand, partial, _ = _from_kernel(kernel.accumulate(view, described, weights, lists=i + 1))
-        keep = _reachable(view, partial, cand, cfg, scorer, k, admitted, floor, rest[i + 1])
+    for u in _checks(view, [size for size, _ in units], rest, scorer, floor, last=False):
+        taken = units[u][1]
+        cand, partial, _ = _from_kernel(kernel.accumulate(view, described, weights, lists=taken))
+        keep = _reachable(view, partial, cand, cfg, scorer, k, admitted, floor, rest[u + 1])
         if keep is not None:
             kept = cand[keep]  # a copy: the next call reuses the scratch's output arrays
             found = kernel.accumulate(view, described, weights, cand=(kept, view.seq_at[kept]))
