@@ -58,13 +58,6 @@ NARROW_MIN_MEMORIES = 50_000
 MIRROR_POSTINGS_PER_MEMORY = 16
 MIRROR_MIN_POSTINGS = 1 << 16
 
-# From this many memories, a pass that narrowing cannot decide is scored densely by NumPy, not by
-# the kernel: summing every posting of the lists in C, into per-slot cells of the whole namespace,
-# misses the cache on nearly every posting once those outgrow it. At 300k, a dense kernel call
-# read 228k postings in 11.6 ms (median; 51 ns a posting), and recall A/B against the NumPy path
-# was x1.30 with it.
-KERNEL_DENSE_MAX_MEMORIES = NARROW_MIN_MEMORIES
-
 _EPSILON = 1e-9  # NumPy and Python sum a memory's parts in different orders: keep near-ties
 _BIG_SHIFT = 1.0  # tag-only matches rank after every other match (see ranking.rank)
 # Narrowing reads the rare lists sparsely (sorting their union); once they hold more than
@@ -468,9 +461,6 @@ def select(
             found = _compiled(view, lists, cfg, scorer, k, admitted, floor)
             if found is not None:
                 return _walked(view, found, cfg, scorer, k, admitted, min_score, floor)
-        if view.size >= KERNEL_DENSE_MAX_MEMORIES:  # narrowing was tried: score densely
-            found = _dense(view, _entries(view, lists, memo), cfg)
-            return _walked(view, found, cfg, scorer, k, admitted, min_score, floor)
     found = _vectorized(view, lists, cfg, scorer, k, admitted, memo, floor)
     return _walked(view, found, cfg, scorer, k, admitted, min_score, floor)
 
@@ -493,7 +483,7 @@ def _compiled(
     """Candidates and their evidence from the compiled kernel, reading the index's own posting
     buffers (no mirror or union made): narrowed as :func:`_narrowed` does in a large namespace,
     else every memory any list reaches. None when a list's gain is one the kernel does not
-    know, or when the namespace is too large for its dense pass (the NumPy path does those)."""
+    know (the NumPy path handles it)."""
     ordered, bounds = _units(lists)
     described = kernel.describe(ordered)
     if described is None or not cfg.session_saturation > 0:
@@ -507,8 +497,6 @@ def _compiled(
         )
         if narrowed is not None:
             return narrowed
-    if view.size >= KERNEL_DENSE_MAX_MEMORIES:
-        return None  # NumPy's dense pass is faster there (see KERNEL_DENSE_MAX_MEMORIES)
     return _from_kernel(kernel.accumulate(view, described, weights))
 
 
