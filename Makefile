@@ -6,16 +6,19 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip install --disable-pip-version-check -q -c constraints.txt
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench clean kernel
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
-$(VENV)/.demo-installed: pyproject.toml constraints.txt | $(PY)
+# the install compiles the scoring kernel (hatch_build.py): a change to it installs again
+KERNEL := cuemap_integrations/_kernel.c hatch_build.py
+
+$(VENV)/.demo-installed: pyproject.toml constraints.txt $(KERNEL) | $(PY)
 	$(PIP) -e '.[langchain]'
 	touch $@
 
-$(VENV)/.test-installed: pyproject.toml constraints.txt | $(PY)
+$(VENV)/.test-installed: pyproject.toml constraints.txt $(KERNEL) | $(PY)
 	$(PIP) -e '.[all,dev]'
 	touch $@ $(VENV)/.demo-installed
 
@@ -30,6 +33,10 @@ lint: $(VENV)/.test-installed
 	$(PY) -m ruff check cuemap_integrations adapters tests examples benchmarks
 	$(PY) -m ruff format --check cuemap_integrations adapters tests examples benchmarks
 	$(PY) -m mypy
+
+# compile the kernel in place (a checkout used through PYTHONPATH, without installing)
+kernel:
+	$(PYTHON) hatch_build.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .hypothesis

@@ -105,14 +105,15 @@ class _TermGain(NamedTuple):
             values[seq] = get(seq, 0.0) + idf * (tf * (k1 + 1.0) / (tf + norm))
 
 
-def _union_size(index: NamespaceIndex, keys: tuple[tuple[str, str], ...]) -> int:
+def _union_size(
+    index: NamespaceIndex, keys: tuple[tuple[str, str], ...], postings: tuple[Postings, ...]
+) -> int:
     """How many memories carry at least one of these keys (a concept's document frequency)."""
-    if len(keys) == 1:
-        kind, key = keys[0]
-        return len(index.postings(kind)[key])
-    if index.view is not None:  # a large namespace: count in the array mirror
-        return len(index.view.union(keys)[0])
-    return len(set().union(*(index.postings(kind)[key] for kind, key in keys)))
+    if len(postings) == 1:
+        return len(postings[0])
+    if index.view is not None:  # a large namespace: count in the array view
+        return index.view.union_size(keys, postings)
+    return len(set().union(*postings))
 
 
 class _Found(NamedTuple):
@@ -137,7 +138,7 @@ def _found(index: NamespaceIndex, kinds: tuple[str, ...], members: tuple[str, ..
         tables = {kind: index.postings(kind) for kind in kinds}
         keys = tuple((kind, m) for kind, table in tables.items() for m in members if m in table)
         postings = tuple(tables[kind][m] for kind, m in keys)
-        held = _Found(keys, postings, _union_size(index, keys) if keys else 0)
+        held = _Found(keys, postings, _union_size(index, keys, postings) if keys else 0)
         if len(index.derived) >= _DERIVED_MAX:
             index.derived.clear()
         index.derived[(kinds, members)] = held

@@ -28,6 +28,15 @@ from .test_topk import KS, QUERIES, SEEDS, TYPE_FILTERS, TYPES, _store, build, r
 pytest.importorskip("numpy")
 
 
+@pytest.fixture(autouse=True, scope="module")
+def numpy_reference() -> Iterator[None]:
+    """These tests are of the NumPy path, the compiled kernel's reference and fallback:
+    ``tests/core/test_kernel.py`` runs the differential ones again through the kernel."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CUEMAP_KERNEL", "0")
+        yield
+
+
 @contextmanager
 def arrays_for_every_size(narrow: bool = True) -> Iterator[None]:
     """Arrays (and, with ``narrow``, MaxScore narrowing) whatever the namespace's size."""

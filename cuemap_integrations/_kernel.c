@@ -1,0 +1,328 @@
+/* Candidate scoring for the array path (cuemap_integrations/kernel.py loads it with ctypes).
+ *
+ * Plain C: no Python.h, no NumPy C API, so one build serves every Python version. The caller
+ * passes the index's posting buffers as they are (sequence numbers as 4- or 8-byte ints,
+ * values none / uint8 / float / double), the view's seq -> slot map and per-slot lengths, and
+ * scratch arrays of the namespace's slot count that are all zero on entry and are left all
+ * zero on return (only the slots a call reached are reset, found from a bitmap).
+ *
+ * Every index read is bounds-checked: a sequence number outside the seq -> slot map or a slot
+ * outside the scratch ends the call with a negative code (after resetting the scratch), never
+ * an out-of-bounds read or write.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+/* The layout of every argument below: kernel.py refuses a library reporting another one (a
+ * stale build next to newer sources). Raise it with any change to an argument or descriptor. */
+#define ABI_VERSION 3
+
+int64_t cm_abi_version(void) { return ABI_VERSION; }
+
+/* list descriptor: LIST_INTS int64 and LIST_DOUBLES doubles per list */
+enum { L_SIGNAL, L_GAIN, L_MEMBERS, L_SPECIAL, LIST_INTS };
+enum { L_VALUE, L_SPECIAL_VALUE, L_K1, L_B, L_AVG, LIST_DOUBLES };
+/* member (one posting list) descriptor: MEMBER_INTS int64 per member */
+enum { M_SEQS, M_WIDTH, M_COUNT, M_VALUES, M_VALUE_TYPE, MEMBER_INTS };
+
+enum { SIG_CUE, SIG_TAG, SIG_CONTENT, SIG_SESSION };
+enum { GAIN_CONSTANT, GAIN_TERM };
+enum { VAL_NONE, VAL_U8, VAL_F32, VAL_F64 };
+
+#define E_SEQ (-1)     /* a sequence number outside the seq -> slot map */
+#define E_SLOT (-2)    /* no slot, or a slot outside the scratch */
+#define E_TYPE (-3)    /* an unknown code in a descriptor */
+#define E_OUTPUT (-4)  /* more touched slots than the output holds */
+
+/* One slot's sums (32 bytes: the five read together on every posting share a cache line). */
+typedef struct {
+    double linear;   /* w_cue*cue + w_tag*tag + w_content*content */
+    double session;  /* raw session sum */
+    int32_t matched; /* cue, tag and content lists reaching the slot */
+    int32_t tagged;  /* tag lists reaching the slot */
+    int32_t mark;    /* 1 + the last list that reached the slot; 0: untouched */
+    int32_t unused;
+} Cell;
+
+typedef struct {
+    Cell *cells;
+    uint64_t *bits; /* one bit per slot: reached by this call (a scan finds them in order) */
+    int64_t size;   /* slots of `cells`; `bits` has (size + 63) / 64 words */
+} Scratch;
+
+/* What the caller's output arrays receive, o_cap rows each: all that arrays._ranked_walk
+ * reads of the sums (writing the raw sums too would double the output's memory traffic). */
+typedef struct {
+    int64_t *slots;
+    double *evidence;
+    double *jump; /* what matching the query later adds to a session-only memory (else 0) */
+    uint8_t *tag_only;
+} Output;
+
+/* The query-dependent part of a score (arrays.py _evidence), from the session weight,
+ * saturation cap and session-only factor. */
+typedef struct {
+    double w_session, cap, only;
+} Evidence;
+
+static int64_t seq_at(const void *seqs, int64_t width, int64_t i) {
+    return width == 4 ? (int64_t)((const int32_t *)seqs)[i] : ((const int64_t *)seqs)[i];
+}
+
+static double value_at(const void *values, int64_t type, int64_t i) {
+    switch (type) {
+    case VAL_U8: return (double)((const uint8_t *)values)[i];
+    case VAL_F32: return (double)((const float *)values)[i];
+    case VAL_F64: return ((const double *)values)[i];
+    default: return 1.0;
+    }
+}
+
+/* BM25 gain of a posting with term frequency tf in a memory of length len. */
+static double term_gain(const double *ld, double tf, double len) {
+    double k1 = ld[L_K1], b = ld[L_B], avg = ld[L_AVG];
+    double norm = avg > 0 ? k1 * (1.0 - b + b * len / avg) : k1;
+    return ld[L_VALUE] * (tf * (k1 + 1.0) / (tf + norm));
+}
+
+static int check_member(const int64_t *mi) {
+    if (mi[M_WIDTH] != 4 && mi[M_WIDTH] != 8) return E_TYPE;
+    if (mi[M_VALUE_TYPE] < VAL_NONE || mi[M_VALUE_TYPE] > VAL_F64) return E_TYPE;
+    if (mi[M_COUNT] < 0 || (mi[M_COUNT] > 0 && mi[M_SEQS] == 0)) return E_TYPE;
+    if (mi[M_VALUE_TYPE] != VAL_NONE && mi[M_COUNT] > 0 && mi[M_VALUES] == 0) return E_TYPE;
+    return 0;
+}
+
+/* One list, ready for its postings to be added. */
+typedef struct {
+    int32_t list;     /* its number: a cell's mark is 1 + the last list that reached it */
+    int term;         /* BM25 gain (else constant) */
+    int session, tag; /* its signal */
+    int64_t special;  /* the seq with the special constant gain, or -1 */
+    double weight;    /* its signal's weight (1: session sums are raw) */
+    const double *ld; /* its doubles */
+    const void *seqs, *values;
+    int64_t width, vtype;
+} List;
+
+static List list_of(int32_t list, const int64_t *li, const double *ld, const double *w,
+                    const int64_t *mi) {
+    List l = {list, li[L_GAIN] == GAIN_TERM, li[L_SIGNAL] == SIG_SESSION,
+              li[L_SIGNAL] == SIG_TAG, li[L_GAIN] == GAIN_CONSTANT ? li[L_SPECIAL] : -1,
+              li[L_SIGNAL] == SIG_SESSION ? 1.0 : w[li[L_SIGNAL]], ld,
+              (const void *)(intptr_t)mi[M_SEQS], (const void *)(intptr_t)mi[M_VALUES],
+              mi[M_WIDTH], mi[M_VALUE_TYPE]};
+    return l;
+}
+
+/* Add posting i (of seq, at slot) of list l; returns 1 when it is the slot's first. */
+static int add_posting(Scratch *s, const List *l, int64_t i, int64_t seq, int64_t slot,
+                       const double *length) {
+    Cell *c = s->cells + slot;
+    if (c->mark == l->list + 1) return 0; /* a concept counts a memory once */
+    int first = c->mark == 0;
+    c->mark = l->list + 1;
+    double gain = l->term ? term_gain(l->ld, value_at(l->values, l->vtype, i), length[slot])
+                          : (seq == l->special ? l->ld[L_SPECIAL_VALUE] : l->ld[L_VALUE]);
+    if (l->session) {
+        c->session += gain;
+    } else {
+        c->linear += l->weight * gain;
+        c->matched += 1;
+        c->tagged += l->tag;
+    }
+    return first;
+}
+
+/* Prefetch what posting i + 8 will read (its slot's cell and length: loads that depend on
+ * the seq -> slot load) and what posting i + 16 will (its seq -> slot entry). Measured, cold
+ * caches at 100k memories: a pass's kernel call x0.69. */
+static void prefetch(const Scratch *s, const List *l, int64_t i, int64_t count,
+                     const int64_t *slot_by_seq, int64_t n_seqs, const double *length) {
+    if (i + 16 < count) {
+        int64_t ahead = seq_at(l->seqs, l->width, i + 16);
+        if (ahead >= 0 && ahead < n_seqs) __builtin_prefetch(slot_by_seq + ahead);
+    }
+    if (i + 8 < count) {
+        int64_t ahead = seq_at(l->seqs, l->width, i + 8);
+        int64_t at = ahead >= 0 && ahead < n_seqs ? slot_by_seq[ahead] : -1;
+        if (at >= 0 && at < s->size) {
+            __builtin_prefetch(s->cells + at, 1);
+            if (l->term) __builtin_prefetch(length + at);
+        }
+    }
+}
+
+/* Add every posting of one member; with `only_marked`, only those of slots whose bit is set
+ * (the candidates). Returns how many slots are reached now, or a negative code. */
+static int64_t add_member(Scratch *s, int64_t touched, const List *l, int64_t count,
+                          int only_marked, const int64_t *slot_by_seq, int64_t n_seqs,
+                          const double *length) {
+    for (int64_t i = 0; i < count; i++) {
+        prefetch(s, l, i, count, slot_by_seq, n_seqs, length);
+        int64_t seq = seq_at(l->seqs, l->width, i);
+        if (seq < 0 || seq >= n_seqs) return E_SEQ;
+        int64_t slot = slot_by_seq[seq];
+        if (slot < 0 || slot >= s->size) return E_SLOT;
+        uint64_t *word = s->bits + (slot >> 6), bit = UINT64_C(1) << (slot & 63);
+        if (only_marked && !(*word & bit)) continue;
+        if (add_posting(s, l, i, seq, slot, length) && !only_marked) {
+            *word |= bit;
+            touched++;
+        }
+    }
+    return touched;
+}
+
+/* Add the postings of one member (seqs ascending) held by the n candidates, each found by a
+ * binary search: for a list much longer than the candidates. */
+static void probe_member(Scratch *s, const List *l, int64_t count, int64_t n,
+                         const int64_t *cand_slots, const int64_t *cand_seqs,
+                         const double *length) {
+    for (int64_t c = 0; c < n; c++) {
+        int64_t want = cand_seqs[c], lo = 0, hi = count;
+        while (lo < hi) {
+            int64_t mid = lo + (hi - lo) / 2;
+            if (seq_at(l->seqs, l->width, mid) < want)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < count && seq_at(l->seqs, l->width, lo) == want)
+            add_posting(s, l, lo, want, cand_slots[c], length);
+    }
+}
+
+/* Copy slot's sums to output row n if any list gave it evidence; zero its scratch. */
+static int64_t emit(Scratch *s, int64_t slot, int64_t n, const Output *o, const Evidence *e) {
+    Cell *c = s->cells + slot;
+    if (c->matched > 0 || c->session > 0) {
+        double score = c->linear, jump = 0.0;
+        if (e->w_session != 0.0 && c->session > 0) {
+            double boost = e->w_session * (e->cap * (1.0 - exp(-c->session / e->cap)));
+            score += boost * (c->matched > 0 ? 1.0 : e->only);
+            if (c->matched == 0) jump = boost * (1.0 - e->only);
+        }
+        o->slots[n] = slot;
+        o->evidence[n] = score;
+        o->jump[n] = jump;
+        o->tag_only[n] = c->tagged > 0 && c->matched == c->tagged && c->session == 0;
+        n++;
+    }
+    *c = (Cell){0};
+    return n;
+}
+
+/* Write the reached slots ascending (a memory that got no evidence, e.g. from a zero self
+ * factor, is left out) and reset the scratch: a scan of the bitmap (a word per 64 slots)
+ * reads only the reached cells, where a scan of the cells would read them all. With `o` NULL,
+ * only reset. Returns the rows written. */
+static int64_t collect(Scratch *s, const Output *o, const Evidence *e) {
+    int64_t n = 0, words = (s->size + 63) / 64;
+    for (int64_t w = 0; w < words; w++) {
+        uint64_t word = s->bits[w];
+        while (word) {
+            int64_t slot = w * 64 + __builtin_ctzll(word);
+            word &= word - 1;
+            if (o)
+                n = emit(s, slot, n, o, e);
+            else
+                s->cells[slot] = (Cell){0};
+        }
+        s->bits[w] = 0;
+    }
+    return n;
+}
+
+/* Sum the evidence of n_lists lists per slot: of every slot they reach (n_cand < 0), or of
+ * the n_cand candidates only (their slots and seqs; a long list is then binary-searched for
+ * each instead of read whole).
+ *
+ * list_ints / list_doubles: LIST_INTS / LIST_DOUBLES values per list; member_ints:
+ * MEMBER_INTS per member, the members of list 0 first. weights: w_cue, w_tag, w_content,
+ * w_session, session cap, session-only factor. cells / bits: `size` slots, all zero (left
+ * all zero). Output: the reached slots ascending with their evidence (the score's
+ * query-dependent part), jump and tag-only flag, at most o_cap rows. Returns the number of
+ * rows, or a negative code.
+ */
+int64_t cm_accumulate(int64_t n_lists, const int64_t *list_ints, const double *list_doubles,
+                      const int64_t *member_ints, const int64_t *slot_by_seq, int64_t n_seqs,
+                      const double *length, const double *weights, int64_t size, Cell *cells,
+                      uint64_t *bits, int64_t n_cand, const int64_t *cand_slots,
+                      const int64_t *cand_seqs, int64_t *o_slots, double *o_evidence,
+                      double *o_jump, uint8_t *o_tag_only, int64_t o_cap) {
+    Scratch s = {cells, bits, size};
+    Output o = {o_slots, o_evidence, o_jump, o_tag_only};
+    Evidence e = {weights[3], weights[4], weights[5]};
+    int64_t touched = 0, code = 0;
+    const int64_t *mi = member_ints;
+    if (e.w_session != 0.0 && !(e.cap > 0)) return E_TYPE;
+    for (int64_t c = 0; c < n_cand; c++, touched++) {
+        int64_t slot = cand_slots[c], seq = cand_seqs[c];
+        if (slot < 0 || slot >= size || seq < 0 || seq >= n_seqs || slot_by_seq[seq] != slot) {
+            code = E_SLOT;
+            break;
+        }
+        bits[slot >> 6] |= UINT64_C(1) << (slot & 63);
+    }
+    for (int64_t l = 0; l < n_lists && code == 0; l++) {
+        const int64_t *li = list_ints + l * LIST_INTS;
+        const double *ld = list_doubles + l * LIST_DOUBLES;
+        if (li[L_SIGNAL] < SIG_CUE || li[L_SIGNAL] > SIG_SESSION || li[L_GAIN] < GAIN_CONSTANT ||
+            li[L_GAIN] > GAIN_TERM || l >= INT32_MAX) {
+            code = E_TYPE;
+            break;
+        }
+        for (int64_t m = 0; m < li[L_MEMBERS]; m++, mi += MEMBER_INTS) {
+            int64_t got = check_member(mi), count = mi[M_COUNT];
+            List list = list_of((int32_t)l, li, ld, weights, mi);
+            if (got == 0 && n_cand >= 0 && count > 8 * n_cand) {
+                probe_member(&s, &list, count, n_cand, cand_slots, cand_seqs, length);
+                got = touched;
+            } else if (got == 0) {
+                got = add_member(&s, touched, &list, count, n_cand >= 0, slot_by_seq, n_seqs,
+                                 length);
+            }
+            if (got < 0) {
+                code = got;
+                break;
+            }
+            touched = got;
+        }
+    }
+    if (code == 0 && touched > o_cap) code = E_OUTPUT;
+    if (code != 0) {
+        collect(&s, NULL, &e);
+        return code;
+    }
+    return collect(&s, &o, &e);
+}
+
+/* How many distinct slots the n_members posting lists reach together (a concept's document
+ * frequency), with the same scratch (its bitmap only; left zero). Returns the count or a
+ * negative code. */
+int64_t cm_union_size(int64_t n_members, const int64_t *member_ints, const int64_t *slot_by_seq,
+                      int64_t n_seqs, int64_t size, Cell *cells, uint64_t *bits) {
+    int64_t touched = 0, code = 0;
+    (void)cells;
+    for (int64_t m = 0; m < n_members && code == 0; m++) {
+        const int64_t *mi = member_ints + m * MEMBER_INTS;
+        const void *seqs = (const void *)(intptr_t)mi[M_SEQS];
+        code = check_member(mi);
+        for (int64_t i = 0; code == 0 && i < mi[M_COUNT]; i++) {
+            int64_t seq = seq_at(seqs, mi[M_WIDTH], i), slot = -1;
+            if (seq < 0 || seq >= n_seqs) {
+                code = E_SEQ;
+            } else if ((slot = slot_by_seq[seq]) < 0 || slot >= size) {
+                code = E_SLOT;
+            } else {
+                uint64_t bit = UINT64_C(1) << (slot & 63);
+                touched += !(bits[slot >> 6] & bit);
+                bits[slot >> 6] |= bit;
+            }
+        }
+    }
+    for (int64_t w = 0; w < (size + 63) / 64; w++) bits[w] = 0;
+    return code != 0 ? code : touched;
+}

@@ -1,0 +1,279 @@
+"""The compiled scoring kernel of the array path (``_kernel.c``), loaded with :mod:`ctypes`.
+
+:func:`accumulate` sums a pass's evidence lists per memory in one C call, reading the index's
+posting buffers directly: the work of the NumPy mirrors, unions and narrowing in
+:mod:`.arrays`, which stays the reference and the fallback. The library is built at install
+(``hatch_build.py``); without it (no compiler then) :func:`available` is False and recall uses
+the NumPy path. ``CUEMAP_KERNEL=0`` in the environment turns the kernel off as well (the tests
+compare the two paths that way).
+
+Safety: C gets only addresses of live buffers, with their lengths and type codes checked here,
+and bounds-checks every sequence number and slot itself (a failed check raises
+:class:`KernelError`, never reads out of bounds). The scratch arrays belong to each
+:class:`Scratch` (one per namespace view), not to C globals; the library is loaded with
+:class:`ctypes.PyDLL`, which keeps the GIL for the call, so two threads never run the kernel on
+one scratch at once and no Python code changes a buffer while C reads it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from array import array
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from .errors import CueMapError
+from .postings import Postings
+from .topk import _Gain, _List, _TermGain
+
+if TYPE_CHECKING:
+    from .arrays import ArrayView
+
+__all__ = [
+    "ABI_VERSION", "KernelError", "KernelSums", "Scratch", "accumulate", "available", "describe",
+    "enabled", "load", "union_size",
+]  # fmt: skip
+
+ABI_VERSION = 3  # the argument layout _kernel.c implements (its ABI_VERSION)
+_SIGNALS = {"cue": 0, "tag": 1, "content": 2, "session": 3}
+_WIDTHS = {"i": 4, "q": 8}  # array typecodes of sequence numbers -> bytes
+_VALUE_TYPES = {"B": 1, "f": 2, "d": 3}  # array typecodes of values -> the kernel's codes
+_ERRORS = {
+    -1: "a sequence number outside the view's seq -> slot map",
+    -2: "a posting or candidate of a memory without that slot in the view",
+    -3: "an unknown type code in a descriptor",
+    -4: "more reached memories than the output holds",
+}
+_NAMES = ("_kernel.so", "_kernel.pyd")  # plus the interpreter's own suffix, see _candidates
+
+
+class KernelError(CueMapError):
+    """The kernel refused its input (the view and the index are out of step)."""
+
+
+def _candidates(folder: Path) -> list[Path]:
+    """Library files the build may have left in ``folder``, the interpreter's suffix first."""
+    import sysconfig
+
+    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+    return [folder / f"_kernel{suffix}", *(folder / name for name in _NAMES)]
+
+
+def load(folder: Path | None = None) -> Any:
+    """The kernel library from ``folder`` (default: this package's), or None if absent or
+    unloadable; with its argument types declared."""
+    folder = Path(__file__).resolve().parent if folder is None else folder
+    for path in _candidates(folder):
+        if path.is_file():
+            try:
+                lib = _declared(ctypes.PyDLL(str(path)))  # keeps the GIL: see the docstring
+            except (OSError, AttributeError):  # not a library, or not this one
+                continue
+            if lib.cm_abi_version() == ABI_VERSION:  # else a stale build: its layout differs
+                return lib
+    return None
+
+
+def _declared(lib: Any) -> Any:
+    """``lib`` with the C functions' signatures (every argument an int64 or an address)."""
+    i64, ptr = ctypes.c_int64, ctypes.c_void_p
+    lib.cm_abi_version.argtypes, lib.cm_abi_version.restype = [], i64
+    lib.cm_accumulate.argtypes = [i64, ptr, ptr, ptr, ptr, i64, ptr, ptr, i64, ptr, ptr, i64]
+    lib.cm_accumulate.argtypes += [*[ptr] * 6, i64]
+    lib.cm_accumulate.restype = i64
+    lib.cm_union_size.argtypes = [i64, ptr, ptr, i64, i64, ptr, ptr]
+    lib.cm_union_size.restype = i64
+    return lib
+
+
+_lib: Any = None
+_loaded = False
+
+
+def _library() -> Any:
+    global _lib, _loaded
+    if not _loaded:
+        _lib, _loaded = load(), True
+    return _lib
+
+
+def available() -> bool:
+    """True when the compiled kernel is present and loads."""
+    return _library() is not None
+
+
+def enabled() -> bool:
+    """True when recall should use the kernel: available, and not ``CUEMAP_KERNEL=0``."""
+    return os.environ.get("CUEMAP_KERNEL", "1") != "0" and available()
+
+
+class Scratch:
+    """One view's working memory for the kernel: zeroed per-slot sums it adds into (and leaves
+    zeroed), 32 bytes a slot (``Cell`` in ``_kernel.c``) and a bit for whether a call reached
+    it; and the output arrays, 25 bytes a row, grown to the most rows a call has needed.
+
+    Its output arrays are reused by the next call: hold :attr:`lock` from the call until the
+    results are no longer read (:func:`~cuemap_integrations.arrays.select` does).
+    """
+
+    def __init__(self, np: Any, size: int) -> None:
+        self.np, self.size, self.lock = np, size, threading.RLock()
+        self.cells = np.zeros(4 * size)  # four 8-byte fields per slot
+        self.bits = np.zeros((size + 63) // 64, dtype=np.uint64)
+        self.addresses = (self.cells.ctypes.data, self.bits.ctypes.data)
+        self.rows = 0
+        self.outputs: tuple[Any, Any, Any, Any] = ((), (), (), ())
+
+    def output(self, rows: int) -> tuple[Any, Any, Any, Any]:
+        """Slot, evidence, jump and tag-only arrays of at least ``rows`` rows (made once)."""
+        if rows > self.rows:
+            np, self.rows = self.np, max(rows, min(2 * self.rows, self.size))
+            self.outputs = (
+                np.empty(self.rows, dtype=np.int64), np.empty(self.rows), np.empty(self.rows),
+                np.empty(self.rows, dtype=np.bool_),
+            )  # fmt: skip
+        return self.outputs
+
+
+class KernelSums(NamedTuple):
+    """What :func:`accumulate` found (views of the scratch's output: see :class:`Scratch`)."""
+
+    slots: Any  # the reached slots, ascending
+    evidence: Any  # the query-dependent part of each one's score (arrays._evidence)
+    jump: Any  # what matching the query later would add to each (arrays._jump)
+    tag_only: Any  # whether each matched tags and nothing else
+
+
+class _Descriptors:
+    """The packed descriptors of some lists (see ``_kernel.c``) and the buffers they point at
+    (kept alive here: a one-posting list's buffers are made on the spot)."""
+
+    __slots__ = ("doubles", "ints", "keep", "lists", "members", "postings")
+
+    def __init__(self) -> None:
+        self.ints, self.doubles, self.members = array("q"), array("d"), array("q")
+        self.keep: list[Any] = []
+        self.lists = self.postings = 0
+
+    def add(self, lst: _List) -> bool:
+        """Describe ``lst``; False when its gain is neither constant nor BM25."""
+        gain = lst.gain
+        if isinstance(gain, _TermGain):
+            self.ints.extend((_SIGNALS[lst.signal], 1, len(lst.postings), -1))
+            self.doubles.extend((gain.idf, 0.0, gain.k1, gain.b, gain.avg))
+        elif isinstance(gain, _Gain):
+            special = -1 if gain.special is None else gain.special
+            self.ints.extend((_SIGNALS[lst.signal], 0, len(lst.postings), special))
+            self.doubles.extend((gain.value, gain.special_value, 0.0, 0.0, 0.0))
+        else:
+            return False
+        for postings in lst.postings:
+            self.member(postings)
+        self.lists += 1
+        return True
+
+    def member(self, postings: Postings) -> None:
+        """Describe one posting list's buffers."""
+        seqs, values = postings.buffers()
+        count = len(seqs)
+        self.postings += count
+        if values is None:
+            self.members.extend((seqs.buffer_info()[0], _WIDTHS[seqs.typecode], count, 0, 0))
+        else:
+            if len(values) != count:
+                raise KernelError(f"a posting list holds {count} seqs but {len(values)} values")
+            self.members.extend(
+                (seqs.buffer_info()[0], _WIDTHS[seqs.typecode], count, values.buffer_info()[0],
+                 _VALUE_TYPES[values.typecode])
+            )  # fmt: skip
+            self.keep.append(values)
+        self.keep.append(seqs)
+
+
+def describe(lists: Sequence[_List]) -> _Descriptors | None:
+    """The descriptors of ``lists``; None when one has a gain the kernel does not know."""
+    described = _Descriptors()
+    for lst in lists:
+        if not described.add(lst):
+            return None
+    return described
+
+
+def accumulate(
+    view: ArrayView, described: _Descriptors, weights: Sequence[float], *, lists: int = -1,
+    cand: tuple[Any, Any] | None = None,
+) -> KernelSums:  # fmt: skip
+    """The slots the described lists reach, ascending, with their evidence (one C call).
+
+    Hold ``view.scratch().lock`` while calling this and reading the result.
+
+    Args:
+        view: the namespace's array view (its seq -> slot map, lengths and scratch).
+        described: the pass's lists, from :func:`describe`.
+        weights: the cue, tag, content and session weights, the session saturation cap (> 0)
+            and the session-only factor.
+        lists: how many of the described lists to sum (from the first; -1: all).
+        cand: ``(slots, seqs)`` int64 arrays: sum for these memories only (each list probed for
+            them), which the lists must reach; None: every memory the lists reach.
+
+    Raises:
+        KernelError: a posting the view has no slot for (the view is out of step), or a
+            candidate that is not one.
+    """
+    if len(weights) != 6:
+        raise KernelError(f"the kernel takes 6 weights, got {len(weights)}")
+    lists = described.lists if lists < 0 else min(lists, described.lists)
+    scratch = view.scratch()
+    rows = described.postings if cand is None else len(cand[0])
+    slots, evidence, jump, only = scratch.output(max(1, min(rows, view.size)))
+    given = -1 if cand is None else len(cand[0])
+    cand_slots, cand_seqs = (None, None) if cand is None else _int64s(cand, given)
+    packed = array("d", weights)
+    found = _library().cm_accumulate(
+        lists, described.ints.buffer_info()[0], described.doubles.buffer_info()[0],
+        described.members.buffer_info()[0], view.slot_by_seq.ctypes.data,
+        len(view.slot_by_seq), view.length.ctypes.data, packed.buffer_info()[0],
+        _slots(view, scratch), *scratch.addresses, given, cand_slots, cand_seqs,
+        slots.ctypes.data, evidence.ctypes.data, jump.ctypes.data, only.ctypes.data, len(slots),
+    )  # fmt: skip
+    if found < 0:
+        raise KernelError(f"the scoring kernel found {_ERRORS.get(found, found)}")
+    return KernelSums(slots[:found], evidence[:found], jump[:found], only[:found])
+
+
+def _slots(view: ArrayView, scratch: Scratch) -> int:
+    """The bound C checks every slot against: the view's memories, once it is sure that the
+    scratch and the per-slot lengths hold that many."""
+    if scratch.size < view.size or len(view.length) < view.size:
+        raise KernelError(f"{view.size} memories but arrays of {scratch.size} slots")
+    return int(view.size)
+
+
+def _int64s(arrays: tuple[Any, Any], count: int) -> tuple[int, int]:
+    """The addresses of two contiguous int64 arrays of ``count`` items each."""
+    addresses = []
+    for held in arrays:
+        if held.dtype.str != "<i8" or not held.flags.c_contiguous or len(held) != count:
+            raise KernelError("candidates must be two contiguous int64 arrays of equal length")
+        addresses.append(held.ctypes.data)
+    return addresses[0], addresses[1]
+
+
+def union_size(view: ArrayView, postings: Sequence[Postings]) -> int:
+    """How many memories hold at least one of ``postings`` (one C call, no mirror made)."""
+    described = _Descriptors()
+    for member in postings:
+        described.member(member)
+    scratch, members = view.scratch(), described.members.buffer_info()[0]
+    seqs, size = view.slot_by_seq, _slots(view, scratch)
+    found = int(
+        _library().cm_union_size(
+            len(postings), members, seqs.ctypes.data, len(seqs), size, *scratch.addresses
+        )
+    )
+    if found < 0:
+        raise KernelError(f"the scoring kernel found {_ERRORS.get(found, found)}")
+    return found

@@ -1,0 +1,286 @@
+"""The compiled scoring kernel (``_kernel.c``) gives the NumPy path's and the exhaustive pass's
+hits and scores (differential tests), keeps its scratch zeroed and per view, refuses input
+out of step with the view, and its absence falls back to NumPy.
+
+``CUEMAP_REQUIRE_KERNEL=1`` (CI) makes a missing kernel fail these tests instead of skipping
+them."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import sysconfig
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from cuemap_integrations import CueMap, arrays, kernel
+from cuemap_integrations.errors import NotFoundError
+from cuemap_integrations.topk import _List
+
+from .test_arrays import (
+    arrays_for_every_size,
+    assert_same,
+    by_arrays,
+)
+from .test_arrays import (  # the NumPy path's differential tests, run here through the kernel
+    test_a_bonus_can_lift_a_candidate_past_the_rare_words_leaders as test_kernel_bonus_lift,
+)
+from .test_arrays import (
+    test_a_feedback_pass_pruned_from_the_first_pass_floor_ranks_exactly as test_kernel_floor,
+)
+from .test_arrays import (
+    test_a_query_of_stop_words_or_unknown_words_finds_nothing as test_kernel_no_list,
+)
+from .test_arrays import (
+    test_array_ranking_equals_exhaustive as test_kernel_ranking_equals_exhaustive,
+)
+from .test_arrays import (
+    test_arrays_score_only_what_can_reach_the_top as test_kernel_scores_only_the_top,
+)
+from .test_arrays import (
+    test_date_and_speaker_bonuses_rank_the_same_through_arrays as test_kernel_bonuses,
+)
+from .test_arrays import (
+    test_many_matches_keep_only_those_within_reach_of_the_kth as test_kernel_within_reach,
+)
+from .test_arrays import (
+    test_min_score_never_lets_a_dropped_hit_hold_a_place as test_kernel_min_score,
+)
+from .test_arrays import (
+    test_sessions_rank_the_same_through_arrays as test_kernel_sessions,
+)
+from .test_topk import KS, QUERIES, SEEDS, TYPE_FILTERS, WORDS, build, ranked
+
+pytest.importorskip("numpy")
+
+__all__ = [
+    "test_kernel_bonus_lift", "test_kernel_bonuses", "test_kernel_floor", "test_kernel_min_score",
+    "test_kernel_no_list", "test_kernel_ranking_equals_exhaustive", "test_kernel_scores_only_the_top",
+    "test_kernel_sessions", "test_kernel_within_reach",
+]  # fmt: skip
+
+
+@pytest.fixture(autouse=True, scope="module")
+def through_the_kernel() -> Iterator[None]:
+    """Every test here runs with the kernel on; without it they skip, or fail in CI."""
+    if not kernel.available():
+        if os.environ.get("CUEMAP_REQUIRE_KERNEL") == "1":
+            pytest.fail("CUEMAP_REQUIRE_KERNEL=1 but the compiled kernel is not available")
+        pytest.skip("the compiled kernel is not built (python hatch_build.py builds it)")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CUEMAP_KERNEL", "1")
+        yield
+
+
+def numpy_ranked(cm: CueMap, query: str, k: int, narrow: bool, **filters: object) -> list:
+    """The NumPy path's ranking (``CUEMAP_KERNEL=0``)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CUEMAP_KERNEL", "0")
+        return by_arrays(cm, query, k, narrow, **filters)
+
+
+def _edit(cm: CueMap, rnd: random.Random, op: str, i: int) -> None:
+    """Delete, re-add, update or add memory ``m{i}`` (tag-only matches come from new tags)."""
+    words = " ".join(rnd.choice(WORDS) for _ in range(rnd.randint(1, 6)))
+    try:
+        if op == "delete":
+            cm.delete(f"m{i}")
+        elif op == "update":
+            cm.update(f"m{i}", content=words, tags=[rnd.choice(WORDS)])
+        elif op == "readd":
+            cm.delete(f"m{i}")
+            cm.add(words, memory_id=f"m{i}")
+        else:
+            cm.add(words, memory_id=f"new{i}-{rnd.random()}", tags=[rnd.choice(WORDS)])
+    except NotFoundError:  # deleted by an earlier edit
+        pass
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=SEEDS,
+    query=QUERIES,
+    k=st.one_of(KS, st.just(1000)),  # 1000: more than the store holds
+    types=TYPE_FILTERS,
+    edits=st.lists(
+        st.tuples(st.sampled_from(["delete", "update", "readd", "add"]), st.integers(0, 299)),
+        max_size=12,
+    ),
+    narrow=st.booleans(),
+)
+@example(seed=0, query=["the"], k=3, types=None, edits=[], narrow=True)  # stop words only
+@example(seed=1, query=["order"], k=1000, types=None, edits=[("delete", 1)], narrow=False)
+def test_kernel_equals_numpy_and_exhaustive_after_edits(
+    seed: int, query: list[str], k: int, types: list[str] | None,
+    edits: list[tuple[str, int]], narrow: bool,
+) -> None:  # fmt: skip
+    cm = build(seed % 3, 300)
+    text = " ".join(query)
+    by_arrays(cm, text, k, narrow)  # the view exists before the edits: it follows them
+    rnd = random.Random(seed)
+    for op, i in edits:
+        _edit(cm, rnd, op, i)
+    expected = ranked(cm, text, k, False, types=types)
+    assert_same(by_arrays(cm, text, k, narrow, types=types), expected)
+    assert_same(numpy_ranked(cm, text, k, narrow, types=types), expected)
+    assert cm.check() == []
+
+
+def test_a_store_that_grows_after_its_first_query_gets_a_larger_scratch() -> None:
+    cm = build(2, 300)
+    assert_same(by_arrays(cm, "order cache", 5), ranked(cm, "order cache", 5, False))
+    view = cm._indexes["default"].view
+    assert view is not None
+    first = view.scratch()
+    rnd = random.Random(2)
+    cm.add_many(
+        [{"content": " ".join(rnd.choice(WORDS) for _ in range(5)), "memory_id": f"g{i}"}
+         for i in range(2500)]
+    )  # fmt: skip
+    for query in ("order cache", "caroline painting festival", "redis"):
+        assert_same(by_arrays(cm, query, 7), ranked(cm, query, 7, False))
+    assert view.scratch() is not first and view.scratch().size >= view.size > first.size
+
+
+def test_the_scratch_is_left_zeroed_and_no_mirror_is_made() -> None:
+    cm = build(3, 400)
+    for query in ("order cache redis", "caroline the", "订单 超时"):
+        by_arrays(cm, query, 5)
+        by_arrays(cm, query, 5, narrow=False)
+    view = cm._indexes["default"].view
+    assert view is not None
+    scratch = view.scratch()
+    assert not scratch.cells.any() and not scratch.bits.any()
+    assert not view.lists and view.mirrored == 0  # the kernel reads the index's own buffers
+
+
+def test_union_size_is_the_union_of_the_members() -> None:
+    cm = build(4, 400)
+    by_arrays(cm, "order", 1)
+    index = cm._indexes["default"]
+    view = index.view
+    assert view is not None
+    keys = (("term", "order"), ("term", "cache"), ("cue", "caroline"), ("term", "order"))
+    keys = tuple((kind, key) for kind, key in keys if key in index.postings(kind))
+    postings = tuple(index.postings(kind)[key] for kind, key in keys)
+    expected = len(set().union(*postings))
+    assert kernel.union_size(view, postings) == expected == len(view.union(keys)[0])
+    assert not view.scratch().bits.any()
+
+
+def test_input_out_of_step_with_the_view_raises_and_leaves_the_scratch_zeroed() -> None:
+    cm = build(5, 400)
+    by_arrays(cm, "order cache", 3)
+    view = cm._indexes["default"].view
+    assert view is not None
+    seq = next(iter(cm._indexes["default"].terms["order"]))
+    slot = int(view.slot_by_seq[seq])
+    view.slot_by_seq[seq] = -1  # as if the memory had no slot
+    try:
+        with pytest.raises(kernel.KernelError, match="without that slot"):
+            by_arrays(cm, "order cache", 3, narrow=False)
+    finally:
+        view.slot_by_seq[seq] = slot
+    assert not view.scratch().cells.any() and not view.scratch().bits.any()
+    assert_same(by_arrays(cm, "order cache", 3), ranked(cm, "order cache", 3, False))
+
+
+def test_candidates_that_are_not_the_views_are_refused() -> None:
+    cm = build(5, 400)
+    by_arrays(cm, "order", 3)
+    view = cm._indexes["default"].view
+    assert view is not None
+    np = arrays._np()
+    lists = [_List("content", 1.0, (cm._indexes["default"].terms["order"],), arrays._Gain(1.0), ())]
+    described = kernel.describe(lists)
+    assert described is not None
+    weights = (1.0, 1.0, 1.0, 1.0, 1.0, 0.5)
+    wrong = (np.array([0], dtype=np.int64), np.array([len(view.slot_by_seq) + 5], dtype=np.int64))
+    with view.scratch().lock, pytest.raises(kernel.KernelError):
+        kernel.accumulate(view, described, weights, cand=wrong)
+    with pytest.raises(kernel.KernelError, match="contiguous int64"):
+        kernel.accumulate(view, described, weights, cand=(np.zeros(2), np.zeros(2)))
+    with pytest.raises(kernel.KernelError, match="6 weights"):
+        kernel.accumulate(view, described, weights[:3])
+    assert not view.scratch().cells.any()
+
+
+def test_a_gain_the_kernel_does_not_know_is_left_to_numpy() -> None:
+    lists = [_List("cue", 1.0, (), lambda seq: 1.0, ())]  # type: ignore[arg-type]
+    assert kernel.describe(lists) is None
+
+
+def test_two_stores_and_several_threads_rank_as_one_thread_alone() -> None:
+    stores = [build(6, 500), build(7, 500)]
+    queries = ["order cache", "caroline painting", "redis timeout port", "the", "订单 team"]
+    with arrays_for_every_size():
+        expected = [[cm.recall(q, k=5).memory_ids for q in queries] for cm in stores]
+        got: dict[tuple[int, int], list[list[str]]] = {}
+
+        def worker(n: int, t: int) -> None:
+            got[(n, t)] = [stores[n].recall(q, k=5).memory_ids for q in queries * 3]
+
+        threads = [threading.Thread(target=worker, args=(n, t)) for n in (0, 1) for t in (0, 1)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    for (n, _), results in got.items():
+        assert results == expected[n] * 3
+    views = [cm._indexes["default"].view for cm in stores]
+    assert views[0] is not None and views[1] is not None
+    assert views[0].scratch() is not views[1].scratch()
+
+
+# ------------------------------------------------------------------------------- the loader
+def test_no_library_means_not_available(tmp_path: Path) -> None:
+    assert kernel.load(tmp_path) is None
+    (tmp_path / "_kernel.so").write_bytes(b"not a shared library")
+    assert kernel.load(tmp_path) is None
+
+
+def test_without_the_kernel_recall_uses_numpy_and_ranks_the_same(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cm = build(8, 400)
+    monkeypatch.setattr(kernel, "_lib", None)
+    monkeypatch.setattr(kernel, "_loaded", True)
+    assert not kernel.available() and not kernel.enabled()
+    for query in ("order cache redis", "caroline festival", "the"):
+        assert_same(by_arrays(cm, query, 6), ranked(cm, query, 6, False))
+    view = cm._indexes["default"].view
+    assert view is not None and view.lists  # the NumPy path's mirrors
+
+
+def test_the_environment_variable_turns_the_kernel_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert kernel.enabled()
+    monkeypatch.setenv("CUEMAP_KERNEL", "0")
+    assert kernel.available() and not kernel.enabled()
+
+
+def test_the_build_hook_compiles_a_loadable_kernel(tmp_path: Path) -> None:
+    hatch_build = pytest.importorskip("hatch_build")  # the repository root's build hook
+    cc = (sysconfig.get_config_var("CC") or "cc").split()[0]
+    if shutil.which(cc) is None:
+        pytest.skip(f"no C compiler ({cc})")
+    source = tmp_path / "_kernel.c"
+    shutil.copy(Path(kernel.__file__).with_name("_kernel.c"), source)
+    built = hatch_build.compile_kernel(source)
+    assert built is not None and built.parent == tmp_path
+    lib = kernel.load(tmp_path)
+    assert lib is not None and lib.cm_abi_version() == kernel.ABI_VERSION
+
+
+def test_a_failed_compile_warns_and_builds_nothing(tmp_path: Path) -> None:
+    hatch_build = pytest.importorskip("hatch_build")
+    broken = tmp_path / "_kernel.c"
+    broken.write_text("this is not C\n")
+    with pytest.warns(UserWarning, match="did not compile"):
+        assert hatch_build.compile_kernel(broken) is None
+    assert kernel.load(tmp_path) is None
