@@ -239,8 +239,7 @@ def accumulate(
         _slots(view, scratch), *scratch.addresses, given, cand_slots, cand_seqs,
         slots.ctypes.data, evidence.ctypes.data, jump.ctypes.data, only.ctypes.data, len(slots),
     )  # fmt: skip
-    if found < 0:
-        raise KernelError(f"the scoring kernel found {_ERRORS.get(found, found)}")
+    found = _checked(found)
     return KernelSums(slots[:found], evidence[:found], jump[:found], only[:found])
 
 
@@ -269,11 +268,16 @@ def union_size(view: ArrayView, postings: Sequence[Postings]) -> int:
         described.member(member)
     scratch, members = view.scratch(), described.members.buffer_info()[0]
     seqs, size = view.slot_by_seq, _slots(view, scratch)
-    found = int(
+    return _checked(
         _library().cm_union_size(
             len(postings), members, seqs.ctypes.data, len(seqs), size, *scratch.addresses
         )
     )
+
+
+def _checked(found: int) -> int:
+    """A kernel call's count, or :class:`KernelError` for its error code (< 0)."""
+    found = int(found)
     if found < 0:
         raise KernelError(f"the scoring kernel found {_ERRORS.get(found, found)}")
     return found
