@@ -30,8 +30,8 @@ test: $(VENV)/.test-installed
 	$(PY) -m pytest -q
 
 lint: $(VENV)/.test-installed
-	$(PY) -m ruff check cuemap_integrations adapters tests examples benchmarks
-	$(PY) -m ruff format --check cuemap_integrations adapters tests examples benchmarks
+	$(PY) -m ruff check cuemap_integrations adapters tests examples benchmarks hatch_build.py
+	$(PY) -m ruff format --check cuemap_integrations adapters tests examples benchmarks hatch_build.py
 	$(PY) -m mypy
 
 # compile the kernel in place (a checkout used through PYTHONPATH, without installing)

@@ -52,10 +52,10 @@ def compile_kernel(source: Path = SOURCE, target: Path | None = None) -> Path | 
 try:
     from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 except ImportError:  # run by hand, outside a build environment
-    BuildHookInterface = object  # type: ignore[assignment,misc]
+    BuildHookInterface = object
 
 
-class KernelBuildHook(BuildHookInterface):  # type: ignore[misc,valid-type]
+class KernelBuildHook(BuildHookInterface):  # type: ignore[misc]
     """Compiles the kernel into the package before hatchling collects the wheel's files."""
 
     PLUGIN_NAME = "custom"
