@@ -2,7 +2,8 @@
 
 :func:`accumulate` sums a pass's evidence lists per memory in one C call, reading the index's
 posting buffers directly: the work of the NumPy mirrors, unions and narrowing in
-:mod:`.arrays`, which stays the reference and the fallback. The library is built at install
+:mod:`.arrays`, which stays the reference and the fallback. :func:`evidence` then gives the
+chosen memories their exact evidence (the Python pass's sums, :mod:`.topk`) in one more call. The library is built at install
 (``hatch_build.py``); without it (no compiler then) :func:`available` is False and recall uses
 the NumPy path. ``CUEMAP_KERNEL=0`` in the environment turns the kernel off as well (the tests
 compare the two paths that way).
@@ -33,11 +34,11 @@ if TYPE_CHECKING:
     from .arrays import ArrayView
 
 __all__ = [
-    "ABI_VERSION", "KernelError", "KernelSums", "Scratch", "accumulate", "available", "describe",
-    "enabled", "load", "union_size",
+    "ABI_VERSION", "KernelError", "KernelSums", "RawEvidence", "Scratch", "accumulate", "available",
+    "describe", "enabled", "evidence", "load", "union_size",
 ]  # fmt: skip
 
-ABI_VERSION = 3  # the argument layout _kernel.c implements (its ABI_VERSION)
+ABI_VERSION = 4  # the argument layout _kernel.c implements (its ABI_VERSION)
 _SIGNALS = {"cue": 0, "tag": 1, "content": 2, "session": 3}
 _WIDTHS = {"i": 4, "q": 8}  # array typecodes of sequence numbers -> bytes
 _VALUE_TYPES = {"B": 1, "f": 2, "d": 3}  # array typecodes of values -> the kernel's codes
@@ -46,6 +47,7 @@ _ERRORS = {
     -2: "a posting or candidate of a memory without that slot in the view",
     -3: "an unknown type code in a descriptor",
     -4: "more reached memories than the output holds",
+    -5: "no memory for its work",
 }
 _NAMES = ("_kernel.so", "_kernel.pyd")  # plus the interpreter's own suffix, see _candidates
 
@@ -86,6 +88,8 @@ def _declared(lib: Any) -> Any:
     lib.cm_accumulate.restype = i64
     lib.cm_union_size.argtypes = [i64, ptr, ptr, i64, i64, ptr, ptr]
     lib.cm_union_size.restype = i64
+    lib.cm_evidence.argtypes = [i64, ptr, ptr, ptr, i64, ptr, i64, ptr, ptr, ptr, ptr]
+    lib.cm_evidence.restype = i64
     return lib
 
 
@@ -241,6 +245,39 @@ def accumulate(
     )  # fmt: skip
     found = _checked(found)
     return KernelSums(slots[:found], evidence[:found], jump[:found], only[:found])
+
+
+class RawEvidence(NamedTuple):
+    """What :func:`evidence` found for each memory asked about, in the order asked."""
+
+    raw: array[float]  # 4 per memory: its cue, tag, content and session sums (before weights)
+    held: bytes  # per memory, a bit per signal (cue 1, tag 2, content 4, session 8): a list held it
+
+
+def evidence(
+    described: _Descriptors, order: Sequence[int], seqs: Sequence[int], lengths: Sequence[float]
+) -> RawEvidence:
+    """The raw evidence of the memories ``seqs`` (of these ``lengths``) from the described
+    lists, added in ``order`` (their numbers): the same sums as the Python pass's, which adds
+    the lists in that order (one C call, each list binary-searched for each memory).
+
+    Raises:
+        KernelError: a list number outside the described ones.
+    """
+    n = len(seqs)
+    if len(lengths) != n:
+        raise KernelError(f"{n} memories but {len(lengths)} lengths")
+    asked, wanted, sizes = array("q", order), array("q", seqs), array("d", lengths)
+    raw, held = array("d", bytes(32 * n)), array("B", bytes(n))
+    _checked(
+        _library().cm_evidence(
+            described.lists, described.ints.buffer_info()[0], described.doubles.buffer_info()[0],
+            described.members.buffer_info()[0], len(asked), asked.buffer_info()[0], n,
+            wanted.buffer_info()[0], sizes.buffer_info()[0], raw.buffer_info()[0],
+            held.buffer_info()[0],
+        )
+    )  # fmt: skip
+    return RawEvidence(raw, held.tobytes())
 
 
 def _slots(view: ArrayView, scratch: Scratch) -> int:
