@@ -127,19 +127,34 @@ class Scratch:
         self.np, self.size, self.lock = np, size, threading.RLock()
         self.cells = np.zeros(4 * size)  # four 8-byte fields per slot
         self.bits = np.zeros((size + 63) // 64, dtype=np.uint64)
+        # addresses are asked once per array: NumPy's ``.ctypes.data`` costs microseconds, and
+        # a recall makes about ten kernel calls
         self.addresses = (self.cells.ctypes.data, self.bits.ctypes.data)
         self.rows = 0
         self.outputs: tuple[Any, Any, Any, Any] = ((), (), (), ())
+        self.output_addresses: tuple[int, ...] = ()
+        self._view: tuple[Any, Any, int, int] | None = None
 
     def output(self, rows: int) -> tuple[Any, Any, Any, Any]:
-        """Slot, evidence, jump and tag-only arrays of at least ``rows`` rows (made once)."""
+        """Slot, evidence, jump and tag-only arrays of at least ``rows`` rows (made once; their
+        addresses in :attr:`output_addresses`)."""
         if rows > self.rows:
             np, self.rows = self.np, max(rows, min(2 * self.rows, self.size))
             self.outputs = (
                 np.empty(self.rows, dtype=np.int64), np.empty(self.rows), np.empty(self.rows),
                 np.empty(self.rows, dtype=np.bool_),
             )  # fmt: skip
+            self.output_addresses = tuple(held.ctypes.data for held in self.outputs)
         return self.outputs
+
+    def view_addresses(self, view: ArrayView) -> tuple[int, int]:
+        """The addresses of the view's seq -> slot map and per-slot lengths, asked again only
+        when the view has made either array anew (it grows them into new arrays)."""
+        held = self._view
+        if held is None or held[0] is not view.slot_by_seq or held[1] is not view.length:
+            seqs, length = view.slot_by_seq, view.length
+            held = self._view = (seqs, length, seqs.ctypes.data, length.ctypes.data)
+        return held[2], held[3]
 
 
 class KernelSums(NamedTuple):
@@ -236,12 +251,12 @@ def accumulate(
     given = -1 if cand is None else len(cand[0])
     cand_slots, cand_seqs = (None, None) if cand is None else _int64s(cand, given)
     packed = array("d", weights)
+    seq_map, lengths = scratch.view_addresses(view)
     found = _library().cm_accumulate(
         lists, described.ints.buffer_info()[0], described.doubles.buffer_info()[0],
-        described.members.buffer_info()[0], view.slot_by_seq.ctypes.data,
-        len(view.slot_by_seq), view.length.ctypes.data, packed.buffer_info()[0],
-        _slots(view, scratch), *scratch.addresses, given, cand_slots, cand_seqs,
-        slots.ctypes.data, evidence.ctypes.data, jump.ctypes.data, only.ctypes.data, len(slots),
+        described.members.buffer_info()[0], seq_map, len(view.slot_by_seq), lengths,
+        packed.buffer_info()[0], _slots(view, scratch), *scratch.addresses, given, cand_slots,
+        cand_seqs, *scratch.output_addresses, len(slots),
     )  # fmt: skip
     found = _checked(found)
     return KernelSums(slots[:found], evidence[:found], jump[:found], only[:found])
@@ -304,10 +319,10 @@ def union_size(view: ArrayView, postings: Sequence[Postings]) -> int:
     for member in postings:
         described.member(member)
     scratch, members = view.scratch(), described.members.buffer_info()[0]
-    seqs, size = view.slot_by_seq, _slots(view, scratch)
+    seq_map, size = scratch.view_addresses(view)[0], _slots(view, scratch)
     return _checked(
         _library().cm_union_size(
-            len(postings), members, seqs.ctypes.data, len(seqs), size, *scratch.addresses
+            len(postings), members, seq_map, len(view.slot_by_seq), size, *scratch.addresses
         )
     )
 
