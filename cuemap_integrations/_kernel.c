@@ -1,4 +1,5 @@
-/* Candidate scoring for the array path (cuemap_integrations/kernel.py loads it with ctypes).
+/* Candidate scoring for the array path (cuemap_integrations/kernel.py loads it with ctypes),
+ * and the exact evidence of the memories it chose (cm_evidence).
  *
  * Plain C: no Python.h, no NumPy C API, so one build serves every Python version. The caller
  * passes the index's posting buffers as they are (sequence numbers as 4- or 8-byte ints,
@@ -16,7 +17,7 @@
 
 /* The layout of every argument below: kernel.py refuses a library reporting another one (a
  * stale build next to newer sources). Raise it with any change to an argument or descriptor. */
-#define ABI_VERSION 3
+#define ABI_VERSION 4
 
 int64_t cm_abi_version(void) { return ABI_VERSION; }
 
@@ -34,6 +35,7 @@ enum { VAL_NONE, VAL_U8, VAL_F32, VAL_F64 };
 #define E_SLOT (-2)    /* no slot, or a slot outside the scratch */
 #define E_TYPE (-3)    /* an unknown code in a descriptor */
 #define E_OUTPUT (-4)  /* more touched slots than the output holds */
+#define E_MEMORY (-5)  /* no memory for the lists' offsets */
 
 /* One slot's sums (32 bytes: the five read together on every posting share a cache line). */
 typedef struct {
@@ -325,4 +327,74 @@ int64_t cm_union_size(int64_t n_members, const int64_t *member_ints, const int64
     }
     for (int64_t w = 0; w < (size + 63) / 64; w++) bits[w] = 0;
     return code != 0 ? code : touched;
+}
+
+/* Whether member mi holds seq (its seqs ascend): its index, or -1. */
+static int64_t find_seq(const int64_t *mi, int64_t seq) {
+    const void *seqs = (const void *)(intptr_t)mi[M_SEQS];
+    int64_t lo = 0, hi = mi[M_COUNT], width = mi[M_WIDTH];
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (seq_at(seqs, width, mid) < seq)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < mi[M_COUNT] && seq_at(seqs, width, lo) == seq ? lo : -1;
+}
+
+/* Add list l's gain of each of the n memories that one of its members holds (each once). */
+static void add_evidence(const int64_t *li, const double *ld, const int64_t *members, int64_t n,
+                         const int64_t *seqs, const double *lengths, double *o_raw,
+                         uint8_t *o_held) {
+    int64_t signal = li[L_SIGNAL];
+    for (int64_t c = 0; c < n; c++) {
+        for (int64_t m = 0; m < li[L_MEMBERS]; m++) {
+            const int64_t *mi = members + m * MEMBER_INTS;
+            int64_t at = find_seq(mi, seqs[c]);
+            if (at < 0) continue;
+            double gain = li[L_GAIN] == GAIN_TERM
+                              ? term_gain(ld, value_at((const void *)(intptr_t)mi[M_VALUES],
+                                                       mi[M_VALUE_TYPE], at),
+                                          lengths[c])
+                              : (seqs[c] == li[L_SPECIAL] ? ld[L_SPECIAL_VALUE] : ld[L_VALUE]);
+            o_raw[c * 4 + signal] += gain;
+            o_held[c] |= (uint8_t)(1 << signal);
+            break;
+        }
+    }
+}
+
+/* The exact raw evidence of n memories (their seqs and lengths): per memory and signal (cue,
+ * tag, content, session), the sum of the gains of the lists that hold it, added in the order
+ * `order` gives (numbers of described lists), as the Python pass (topk.py) adds them, so the
+ * sums are the same floats; and a bit per signal that some list held it. Each list is
+ * binary-searched for each memory. o_raw (4 per memory) and o_held (1) are zeroed here.
+ * Returns 0 or a negative code. */
+int64_t cm_evidence(int64_t n_lists, const int64_t *list_ints, const double *list_doubles,
+                    const int64_t *member_ints, int64_t n_order, const int64_t *order, int64_t n,
+                    const int64_t *seqs, const double *lengths, double *o_raw, uint8_t *o_held) {
+    int64_t *first = malloc((size_t)(n_lists > 0 ? n_lists : 1) * sizeof *first), at = 0;
+    if (!first) return E_MEMORY;
+    int64_t code = n_lists < 0 || n < 0 ? E_TYPE : 0;
+    for (int64_t l = 0; l < n_lists && code == 0; l++) {
+        const int64_t *li = list_ints + l * LIST_INTS;
+        first[l] = at;
+        if (li[L_SIGNAL] < SIG_CUE || li[L_SIGNAL] > SIG_SESSION || li[L_GAIN] < GAIN_CONSTANT ||
+            li[L_GAIN] > GAIN_TERM)
+            code = E_TYPE;
+        for (int64_t m = 0; m < li[L_MEMBERS] && code == 0; m++, at++)
+            code = check_member(member_ints + at * MEMBER_INTS);
+    }
+    for (int64_t i = 0; code == 0 && i < n_order; i++)
+        if (order[i] < 0 || order[i] >= n_lists) code = E_TYPE;
+    for (int64_t c = 0; c < 4 * n; c++) o_raw[c] = 0.0;
+    for (int64_t c = 0; c < n; c++) o_held[c] = 0;
+    for (int64_t i = 0; code == 0 && i < n_order; i++) {
+        int64_t l = order[i];
+        add_evidence(list_ints + l * LIST_INTS, list_doubles + l * LIST_DOUBLES,
+                     member_ints + first[l] * MEMBER_INTS, n, seqs, lengths, o_raw, o_held);
+    }
+    free(first);
+    return code;
 }

@@ -4,9 +4,10 @@ In a namespace of many thousand memories, a query's common words reach a large s
 scoring each candidate in Python costs about a microsecond. :class:`ArrayView` mirrors the postings
 queries touch as NumPy arrays (slot numbers and values, appended to and swap-deleted in step with
 every index change), scores every candidate of a query at once, and keeps only those that can be
-in the top ``k``. The Python pass (:mod:`.topk`) then gathers exactly those memories' evidence, so
-hits, scores and explanations are the ones the exhaustive pass gives; ``tests/core/test_arrays.py``
-checks that against it on random stores.
+in the top ``k``. The Python pass (:mod:`.topk`) then gathers exactly those memories' evidence (or
+the compiled kernel does, summing in the same order), so hits, scores and explanations are the
+ones the exhaustive pass gives; ``tests/core/test_arrays.py`` checks that against it on random
+stores.
 
 NumPy is a dependency of the package but is imported only here, on the first query of a namespace
 holding at least :data:`ARRAY_MIN_MEMORIES` memories: ``import cuemap_integrations`` stays light, and
@@ -19,11 +20,12 @@ import math
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from itertools import repeat
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import kernel
 from .postings import Postings
 from .topk import (  # topk imports this lazily: no cycle
+    Evidence,
     RecallMemo,
     _Gain,
     _List,
@@ -36,7 +38,10 @@ if TYPE_CHECKING:
     from .index import IndexedDoc, NamespaceIndex
     from .topk import FastScorer
 
-__all__ = ["ARRAY_MIN_MEMORIES", "NARROW_MIN_MEMORIES", "ArrayView", "select", "usable", "view_of"]
+__all__ = [
+    "ARRAY_MIN_MEMORIES", "NARROW_MIN_MEMORIES", "ArrayView", "Selected", "select", "usable",
+    "view_of",
+]  # fmt: skip
 
 # Below this many memories the Python pass is as fast as NumPy's fixed costs: CPU medians per
 # recall, arrays vs Python, 2.2 vs 2.3 ms at 1,000 memories, 2.4 vs 3.9 ms at 3,000
@@ -432,6 +437,14 @@ class _Sums:
         return only & (self.tagged[at] > 0)
 
 
+class Selected(NamedTuple):
+    """What :func:`select` chose: the memories that can be among the top ``k``, and, when the
+    compiled kernel chose them, their exact evidence (else None: the caller gathers it)."""
+
+    survivors: dict[int, None]
+    evidence: Evidence | None
+
+
 def select(
     index: NamespaceIndex,
     lists: Sequence[_List],
@@ -443,7 +456,7 @@ def select(
     min_score: float | None,
     memo: RecallMemo,
     floor: float = -math.inf,
-) -> dict[int, None]:
+) -> Selected:
     """The memories that can be among the top ``k`` admitted hits (best first, with near-ties).
 
     First the short lists (rare cues and words) alone give a set of candidates and a k-th best
@@ -453,16 +466,56 @@ def select(
     first until ``k`` are found, and every candidate within :data:`_EPSILON` of the k-th is kept
     too, so rounding in a different summation order never drops one the exact scores rank in.
     ``floor`` is a known lower bound of the k-th best score (an earlier pass's): theta starts
-    there.
+    there. ``lists`` are in the order the Python pass adds them (the kernel's exact evidence
+    adds them in that order too).
     """
     view = view_of(index)
-    if kernel.enabled():
+    described = _described(lists, cfg) if kernel.enabled() else None
+    if described is not None:
         with view.scratch().lock:  # the kernel's output is the scratch's, until we return
-            found = _compiled(view, lists, cfg, scorer, k, admitted, floor)
-            if found is not None:
-                return _walked(view, found, cfg, scorer, k, admitted, min_score, floor)
+            found = _compiled(view, described, cfg, scorer, k, admitted, floor)
+            chosen = _walked(view, found, cfg, scorer, k, admitted, min_score, floor)
+        return Selected(chosen, _exact(index, described, lists, chosen))
     found = _vectorized(view, lists, cfg, scorer, k, admitted, memo, floor)
-    return _walked(view, found, cfg, scorer, k, admitted, min_score, floor)
+    return Selected(_walked(view, found, cfg, scorer, k, admitted, min_score, floor), None)
+
+
+class _Described(NamedTuple):
+    """A pass's lists for the kernel: in narrowing's order, their units, their descriptors."""
+
+    ordered: list[_List]
+    units: list[tuple[int, int]]
+    lists: kernel._Descriptors
+
+
+def _described(lists: Sequence[_List], cfg: RecallConfig) -> _Described | None:
+    """The lists described for the kernel; None when a list's gain is one the kernel does not
+    know (the NumPy path handles it)."""
+    ordered, units = _units(lists)
+    described = kernel.describe(ordered)
+    if described is None or not cfg.session_saturation > 0:
+        return None
+    return _Described(ordered, units, described)
+
+
+def _exact(
+    index: NamespaceIndex, described: _Described, lists: Sequence[_List], chosen: dict[int, None]
+) -> Evidence:
+    """The evidence of the ``chosen`` memories, the same floats as the Python pass's
+    (:meth:`~cuemap_integrations.topk._Pass.add` of each list, in ``lists``' order), summed by
+    the kernel in one call instead of a binary search per list and memory in Python."""
+    number = {id(lst): i for i, lst in enumerate(described.ordered)}
+    order = [number[id(lst)] for lst in lists if id(lst) in number]  # no postings: adds nothing
+    seqs, docs = list(chosen), index.docs
+    found = kernel.evidence(described.lists, order, seqs, [docs[seq].length for seq in seqs])
+    ev = Evidence(survivors=chosen)
+    signals = (ev.cue, ev.tag, ev.content, ev.session)  # the kernel's signal order
+    raw, held = found.raw, found.held
+    for i, seq in enumerate(seqs):
+        for signal, values in enumerate(signals):
+            if held[i] >> signal & 1:
+                values[seq] = raw[4 * i + signal]
+    return ev
 
 
 def _walked(
@@ -477,27 +530,23 @@ def _walked(
 
 
 def _compiled(
-    view: ArrayView, lists: Sequence[_List], cfg: RecallConfig, scorer: FastScorer, k: int,
+    view: ArrayView, described: _Described, cfg: RecallConfig, scorer: FastScorer, k: int,
     admitted: Callable[[int], bool], floor: float,
-) -> tuple[Any, _Sums, Any] | None:  # fmt: skip
+) -> tuple[Any, _Sums, Any]:  # fmt: skip
     """Candidates and their evidence from the compiled kernel, reading the index's own posting
     buffers (no mirror or union made): narrowed as :func:`_narrowed` does in a large namespace,
-    else every memory any list reaches. None when a list's gain is one the kernel does not
-    know (the NumPy path handles it)."""
-    ordered, bounds = _units(lists)
-    described = kernel.describe(ordered)
-    if described is None or not cfg.session_saturation > 0:
-        return None
+    else every memory any list reaches."""
     w = cfg.weights
     weights = (w["cue"], w["tag"], w["content"], w["session"], cfg.session_saturation,
                cfg.session_only_factor)  # fmt: skip
+    ordered, units, lists = described
     if view.size >= NARROW_MIN_MEMORIES:
         narrowed = _compiled_narrowed(
-            view, described, ordered, bounds, weights, cfg, scorer, k, admitted, floor
+            view, lists, ordered, units, weights, cfg, scorer, k, admitted, floor
         )
         if narrowed is not None:
             return narrowed
-    return _from_kernel(kernel.accumulate(view, described, weights))
+    return _from_kernel(kernel.accumulate(view, lists, weights))
 
 
 def _from_kernel(found: kernel.KernelSums) -> tuple[Any, _Sums, Any]:

@@ -2,7 +2,8 @@
 
 :func:`accumulate` sums a pass's evidence lists per memory in one C call, reading the index's
 posting buffers directly: the work of the NumPy mirrors, unions and narrowing in
-:mod:`.arrays`, which stays the reference and the fallback. The library is built at install
+:mod:`.arrays`, which stays the reference and the fallback. :func:`evidence` then gives the
+chosen memories their exact evidence (the Python pass's sums, :mod:`.topk`) in one more call. The library is built at install
 (``hatch_build.py``); without it (no compiler then) :func:`available` is False and recall uses
 the NumPy path. ``CUEMAP_KERNEL=0`` in the environment turns the kernel off as well (the tests
 compare the two paths that way).
@@ -33,11 +34,11 @@ if TYPE_CHECKING:
     from .arrays import ArrayView
 
 __all__ = [
-    "ABI_VERSION", "KernelError", "KernelSums", "Scratch", "accumulate", "available", "describe",
-    "enabled", "load", "union_size",
+    "ABI_VERSION", "KernelError", "KernelSums", "RawEvidence", "Scratch", "accumulate", "available",
+    "describe", "enabled", "evidence", "load", "union_size",
 ]  # fmt: skip
 
-ABI_VERSION = 3  # the argument layout _kernel.c implements (its ABI_VERSION)
+ABI_VERSION = 4  # the argument layout _kernel.c implements (its ABI_VERSION)
 _SIGNALS = {"cue": 0, "tag": 1, "content": 2, "session": 3}
 _WIDTHS = {"i": 4, "q": 8}  # array typecodes of sequence numbers -> bytes
 _VALUE_TYPES = {"B": 1, "f": 2, "d": 3}  # array typecodes of values -> the kernel's codes
@@ -46,6 +47,7 @@ _ERRORS = {
     -2: "a posting or candidate of a memory without that slot in the view",
     -3: "an unknown type code in a descriptor",
     -4: "more reached memories than the output holds",
+    -5: "no memory for its work",
 }
 _NAMES = ("_kernel.so", "_kernel.pyd")  # plus the interpreter's own suffix, see _candidates
 
@@ -86,6 +88,8 @@ def _declared(lib: Any) -> Any:
     lib.cm_accumulate.restype = i64
     lib.cm_union_size.argtypes = [i64, ptr, ptr, i64, i64, ptr, ptr]
     lib.cm_union_size.restype = i64
+    lib.cm_evidence.argtypes = [i64, ptr, ptr, ptr, i64, ptr, i64, ptr, ptr, ptr, ptr]
+    lib.cm_evidence.restype = i64
     return lib
 
 
@@ -123,19 +127,34 @@ class Scratch:
         self.np, self.size, self.lock = np, size, threading.RLock()
         self.cells = np.zeros(4 * size)  # four 8-byte fields per slot
         self.bits = np.zeros((size + 63) // 64, dtype=np.uint64)
+        # addresses are asked once per array: NumPy's ``.ctypes.data`` costs microseconds, and
+        # a recall makes about ten kernel calls
         self.addresses = (self.cells.ctypes.data, self.bits.ctypes.data)
         self.rows = 0
         self.outputs: tuple[Any, Any, Any, Any] = ((), (), (), ())
+        self.output_addresses: tuple[int, ...] = ()
+        self._view: tuple[Any, Any, int, int] | None = None
 
     def output(self, rows: int) -> tuple[Any, Any, Any, Any]:
-        """Slot, evidence, jump and tag-only arrays of at least ``rows`` rows (made once)."""
+        """Slot, evidence, jump and tag-only arrays of at least ``rows`` rows (made once; their
+        addresses in :attr:`output_addresses`)."""
         if rows > self.rows:
             np, self.rows = self.np, max(rows, min(2 * self.rows, self.size))
             self.outputs = (
                 np.empty(self.rows, dtype=np.int64), np.empty(self.rows), np.empty(self.rows),
                 np.empty(self.rows, dtype=np.bool_),
             )  # fmt: skip
+            self.output_addresses = tuple(held.ctypes.data for held in self.outputs)
         return self.outputs
+
+    def view_addresses(self, view: ArrayView) -> tuple[int, int]:
+        """The addresses of the view's seq -> slot map and per-slot lengths, asked again only
+        when the view has made either array anew (it grows them into new arrays)."""
+        held = self._view
+        if held is None or held[0] is not view.slot_by_seq or held[1] is not view.length:
+            seqs, length = view.slot_by_seq, view.length
+            held = self._view = (seqs, length, seqs.ctypes.data, length.ctypes.data)
+        return held[2], held[3]
 
 
 class KernelSums(NamedTuple):
@@ -232,15 +251,48 @@ def accumulate(
     given = -1 if cand is None else len(cand[0])
     cand_slots, cand_seqs = (None, None) if cand is None else _int64s(cand, given)
     packed = array("d", weights)
+    seq_map, lengths = scratch.view_addresses(view)
     found = _library().cm_accumulate(
         lists, described.ints.buffer_info()[0], described.doubles.buffer_info()[0],
-        described.members.buffer_info()[0], view.slot_by_seq.ctypes.data,
-        len(view.slot_by_seq), view.length.ctypes.data, packed.buffer_info()[0],
-        _slots(view, scratch), *scratch.addresses, given, cand_slots, cand_seqs,
-        slots.ctypes.data, evidence.ctypes.data, jump.ctypes.data, only.ctypes.data, len(slots),
+        described.members.buffer_info()[0], seq_map, len(view.slot_by_seq), lengths,
+        packed.buffer_info()[0], _slots(view, scratch), *scratch.addresses, given, cand_slots,
+        cand_seqs, *scratch.output_addresses, len(slots),
     )  # fmt: skip
     found = _checked(found)
     return KernelSums(slots[:found], evidence[:found], jump[:found], only[:found])
+
+
+class RawEvidence(NamedTuple):
+    """What :func:`evidence` found for each memory asked about, in the order asked."""
+
+    raw: array[float]  # 4 per memory: its cue, tag, content and session sums (before weights)
+    held: bytes  # per memory, a bit per signal (cue 1, tag 2, content 4, session 8): a list held it
+
+
+def evidence(
+    described: _Descriptors, order: Sequence[int], seqs: Sequence[int], lengths: Sequence[float]
+) -> RawEvidence:
+    """The raw evidence of the memories ``seqs`` (of these ``lengths``) from the described
+    lists, added in ``order`` (their numbers): the same sums as the Python pass's, which adds
+    the lists in that order (one C call, each list binary-searched for each memory).
+
+    Raises:
+        KernelError: a list number outside the described ones.
+    """
+    n = len(seqs)
+    if len(lengths) != n:
+        raise KernelError(f"{n} memories but {len(lengths)} lengths")
+    asked, wanted, sizes = array("q", order), array("q", seqs), array("d", lengths)
+    raw, held = array("d", bytes(32 * n)), array("B", bytes(n))
+    _checked(
+        _library().cm_evidence(
+            described.lists, described.ints.buffer_info()[0], described.doubles.buffer_info()[0],
+            described.members.buffer_info()[0], len(asked), asked.buffer_info()[0], n,
+            wanted.buffer_info()[0], sizes.buffer_info()[0], raw.buffer_info()[0],
+            held.buffer_info()[0],
+        )
+    )  # fmt: skip
+    return RawEvidence(raw, held.tobytes())
 
 
 def _slots(view: ArrayView, scratch: Scratch) -> int:
@@ -267,10 +319,10 @@ def union_size(view: ArrayView, postings: Sequence[Postings]) -> int:
     for member in postings:
         described.member(member)
     scratch, members = view.scratch(), described.members.buffer_info()[0]
-    seqs, size = view.slot_by_seq, _slots(view, scratch)
+    seq_map, size = scratch.view_addresses(view)[0], _slots(view, scratch)
     return _checked(
         _library().cm_union_size(
-            len(postings), members, seqs.ctypes.data, len(seqs), size, *scratch.addresses
+            len(postings), members, seq_map, len(view.slot_by_seq), size, *scratch.addresses
         )
     )
 

@@ -473,7 +473,9 @@ def gather(
             index, lists, cfg, scorer, k=k, admitted=admitted, min_score=min_score, memo=memo,
             floor=floor,
         )  # fmt: skip
-        run.survivors = run.ev.survivors = chosen
+        if chosen.evidence is not None:  # the kernel summed it already, in the same order
+            return chosen.evidence
+        run.survivors = run.ev.survivors = chosen.survivors
         for lst in lists:
             run.add(lst)  # exact evidence, for the chosen memories only
         return run.ev

@@ -19,8 +19,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from cuemap_integrations import CueMap, arrays, kernel
+from cuemap_integrations import CueMap, arrays, kernel, topk
 from cuemap_integrations.errors import NotFoundError
+from cuemap_integrations.ranking import plan_query
 from cuemap_integrations.topk import _List
 
 from .test_arrays import (
@@ -55,7 +56,7 @@ from .test_arrays import (
 from .test_arrays import (
     test_sessions_rank_the_same_through_arrays as test_kernel_sessions,
 )
-from .test_topk import KS, QUERIES, SEEDS, TYPE_FILTERS, WORDS, build, ranked
+from .test_topk import KS, QUERIES, SEEDS, TYPE_FILTERS, WORDS, _store, build, ranked
 
 pytest.importorskip("numpy")
 
@@ -130,6 +131,44 @@ def test_kernel_equals_numpy_and_exhaustive_after_edits(
     assert_same(by_arrays(cm, text, k, narrow, types=types), expected)
     assert_same(numpy_ranked(cm, text, k, narrow, types=types), expected)
     assert cm.check() == []
+
+
+def _carried(cm: CueMap, rnd: random.Random) -> list[_List]:
+    """Session lists of random cue concepts (one to three members), some with a source of
+    their own whose gain differs (zero included: a memory held with no gain)."""
+    index = cm._indexes["default"]
+    cues, seqs = sorted(index.postings("cue")), list(index.docs)
+    out = []
+    for _ in range(rnd.randint(0, 6)):
+        keys = tuple(("cue", cue) for cue in rnd.sample(cues, rnd.randint(1, 3)))
+        gain = rnd.uniform(0.1, 3.0)
+        own = rnd.choice([None, rnd.choice(seqs)])
+        special = arrays._Gain(gain, own, rnd.choice([0.0, gain * 0.3]))
+        postings = tuple(index.postings("cue")[cue] for _, cue in keys)
+        out.append(_List("session", 0.5 * gain, postings, special, keys))
+    return out
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=SEEDS, query=QUERIES, picked=st.lists(st.integers(0, 999), max_size=40))
+def test_the_kernels_exact_evidence_is_the_python_pass_sums_bit_for_bit(
+    seed: int, query: list[str], picked: list[int]
+) -> None:
+    cm = _store(seed % 3, 300)  # read only: a few stores, many queries
+    index, rnd = cm._indexes["default"], random.Random(seed)
+    plan = plan_query(" ".join(query), index, cm.aliases)
+    lists = topk.RecallMemo().lists(index, plan, cm.config) + _carried(cm, rnd)
+    lists.sort(key=lambda lst: -lst.bound)
+    seqs = list(index.docs)
+    chosen = dict.fromkeys(seqs[i % len(seqs)] for i in picked)
+    reference = topk._Pass(cm.config, 5, None, 0.0, lambda seq: True)
+    reference.survivors = reference.ev.survivors = chosen
+    for lst in lists:
+        reference.add(lst)
+    described = arrays._described(lists, cm.config)
+    assert described is not None
+    exact = arrays._exact(index, described, lists, chosen)
+    assert exact == reference.ev  # every signal's sums, the same floats, the same memories
 
 
 def test_a_store_that_grows_after_its_first_query_gets_a_larger_scratch() -> None:
@@ -208,6 +247,10 @@ def test_candidates_that_are_not_the_views_are_refused() -> None:
         kernel.accumulate(view, described, weights, cand=(np.zeros(2), np.zeros(2)))
     with pytest.raises(kernel.KernelError, match="6 weights"):
         kernel.accumulate(view, described, weights[:3])
+    with pytest.raises(kernel.KernelError, match="unknown type code"):
+        kernel.evidence(described, [1], [0], [3.0])  # one list described: no list 1
+    with pytest.raises(kernel.KernelError, match="lengths"):
+        kernel.evidence(described, [0], [0, 1], [3.0])
     assert not view.scratch().cells.any()
 
 
