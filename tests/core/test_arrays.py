@@ -22,7 +22,7 @@ from cuemap_integrations.index import NamespaceIndex
 from cuemap_integrations.ranking import Carried, Filters, plan_query, rank, with_carried
 from cuemap_integrations.topk import RecallMemo
 
-from ..conftest import T0
+from ..conftest import T0, FakeClock
 from .test_topk import KS, QUERIES, SEEDS, TYPE_FILTERS, TYPES, _store, build, ranked
 
 pytest.importorskip("numpy")
@@ -45,6 +45,12 @@ def arrays_for_every_size(narrow: bool = True) -> Iterator[None]:
         mock.patch.object(arrays, "NARROW_MIN_MEMORIES", 0 if narrow else 10**12),
     ):
         yield
+
+
+def fixed_store(config: dict[str, Any]) -> CueMap:
+    """A store whose clock stands still: two stores (or two calls) compared for equal scores
+    must not see recency move between them."""
+    return CueMap(clock=FakeClock(T0), config=config)
 
 
 def by_arrays(
@@ -156,7 +162,7 @@ def test_check_reports_a_mirror_out_of_step() -> None:
 def test_long_lists_are_read_only_for_the_short_lists_candidates() -> None:
     # "caroline" and "order" reach most memories; the counter words reach a handful: MaxScore
     # must narrow to those, and the narrowed ranking must still be the exhaustive one.
-    cm = CueMap(config={"dedupe": False})
+    cm = fixed_store({"dedupe": False})
     cm.add_many(
         {"content": f"caroline order {'cache' if i % 3 else 'redis'} note{i % 200}",
          "memory_id": f"m{i}", "type": TYPES[i % len(TYPES)]}
@@ -217,7 +223,7 @@ def test_date_and_speaker_bonuses_rank_the_same_through_arrays() -> None:
          "metadata": {"session_id": f"s{i // 25}", "speaker": who}}
         for i, who in enumerate(rnd.choice(["Ana", "Ben", "Cy"]) for _ in range(1500))
     ]  # fmt: skip
-    fast, full = CueMap(config={"dedupe": False}), CueMap(config={"dedupe": False})
+    fast, full = fixed_store({"dedupe": False}), fixed_store({"dedupe": False})
     fast.add_many(items)
     full.add_many(items)
     full.config = full.config.with_changes(prune=False)
@@ -249,7 +255,7 @@ def test_with_a_bonus_a_few_hundred_candidates_are_kept_within_reach_exactly() -
          "created_at": start + timedelta(hours=3 * i)}
         for i in range(3000)
     ]  # fmt: skip
-    fast, full = CueMap(config={"dedupe": False}), CueMap(config={"dedupe": False, "prune": False})
+    fast, full = fixed_store({"dedupe": False}), fixed_store({"dedupe": False, "prune": False})
     fast.add_many(items)
     full.add_many(items)
     reached: list[int] = []
@@ -281,8 +287,8 @@ def test_a_bonus_can_lift_a_candidate_past_the_rare_words_leaders() -> None:
         turn(10, "Bob", "zeta"),
         *(turn(i, "Cy", f"common filler{i}") for i in range(11, 600)),
     ]
-    fast = CueMap(config={"dedupe": False, "speaker_bonus": 5.0})
-    full = CueMap(config={"dedupe": False, "speaker_bonus": 5.0, "prune": False})
+    fast = fixed_store({"dedupe": False, "speaker_bonus": 5.0})
+    full = fixed_store({"dedupe": False, "speaker_bonus": 5.0, "prune": False})
     fast.add_many(items)
     full.add_many(items)
     with arrays_for_every_size():
