@@ -301,6 +301,22 @@ def test_without_the_kernel_recall_uses_numpy_and_ranks_the_same(
     assert view is not None and view.lists  # the NumPy path's mirrors
 
 
+def test_a_namespace_above_the_kernels_size_takes_the_numpy_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cm = build(8, 400)
+    monkeypatch.setattr(arrays, "KERNEL_MAX_MEMORIES", 399)  # this store is one memory larger
+    for query in ("order cache redis", "caroline festival"):
+        assert_same(by_arrays(cm, query, 6), ranked(cm, query, 6, False))
+    view = cm._indexes["default"].view
+    assert view is not None and view.size == 400
+    assert view.lists and view._scratch is None  # NumPy's mirrors; the kernel never ran
+    monkeypatch.setattr(arrays, "KERNEL_MAX_MEMORIES", 400)
+    mirrored = view.mirrored
+    by_arrays(cm, "pottery deploy", 6)
+    assert view._scratch is not None and view.mirrored == mirrored  # at the limit: the kernel
+
+
 def test_the_environment_variable_turns_the_kernel_off(monkeypatch: pytest.MonkeyPatch) -> None:
     assert kernel.enabled()
     monkeypatch.setenv("CUEMAP_KERNEL", "0")
