@@ -57,11 +57,11 @@ NARROW_MIN_MEMORIES = 50_000
 
 # Above this many memories recall takes the NumPy path although the compiled kernel is there.
 # Same-process CPU medians per recall, kernel against the NumPy path (`benchmarks/recall_ab.py`,
-# 200 queries, identical hits): x0.81-0.88 from 3k to 100k, x0.939 at 300k, x1.306 at 1M (not
-# profiled yet; likely its reads of each posting's slot and 32-byte cell, which miss the cache
-# more the larger the namespace, where NumPy reads its mirrors in order). The limit is between
-# the two measured sizes.
-KERNEL_MAX_MEMORIES = 500_000
+# 200 queries, identical hits): x0.81-0.88 from 3k to 100k, x0.939 at 300k, x1.086 at 500k,
+# x1.306 at 1M (not profiled yet; likely its reads of each posting's slot and 32-byte cell, which
+# miss the cache more the larger the namespace, where NumPy reads its mirrors in order). The
+# limit is the largest size measured where the kernel was faster.
+KERNEL_MAX_MEMORIES = 300_000
 
 # The mirrors of the posting lists queries read are kept up to this many postings per memory
 # (8 bytes of slot each, 8 more of value for term lists), least recently read dropped first.
