@@ -96,6 +96,12 @@ static int check_member(const int64_t *mi) {
     return 0;
 }
 
+/* Whether a list descriptor's signal and gain codes are known ones. */
+static int known_list(const int64_t *li) {
+    return li[L_SIGNAL] >= SIG_CUE && li[L_SIGNAL] <= SIG_SESSION && li[L_GAIN] >= GAIN_CONSTANT &&
+           li[L_GAIN] <= GAIN_TERM;
+}
+
 /* One list, ready for its postings to be added. */
 typedef struct {
     int32_t list;     /* its number: a cell's mark is 1 + the last list that reached it */
@@ -271,8 +277,7 @@ int64_t cm_accumulate(int64_t n_lists, const int64_t *list_ints, const double *l
     for (int64_t l = 0; l < n_lists && code == 0; l++) {
         const int64_t *li = list_ints + l * LIST_INTS;
         const double *ld = list_doubles + l * LIST_DOUBLES;
-        if (li[L_SIGNAL] < SIG_CUE || li[L_SIGNAL] > SIG_SESSION || li[L_GAIN] < GAIN_CONSTANT ||
-            li[L_GAIN] > GAIN_TERM || l >= INT32_MAX) {
+        if (!known_list(li) || l >= INT32_MAX) {
             code = E_TYPE;
             break;
         }
@@ -380,9 +385,7 @@ int64_t cm_evidence(int64_t n_lists, const int64_t *list_ints, const double *lis
     for (int64_t l = 0; l < n_lists && code == 0; l++) {
         const int64_t *li = list_ints + l * LIST_INTS;
         first[l] = at;
-        if (li[L_SIGNAL] < SIG_CUE || li[L_SIGNAL] > SIG_SESSION || li[L_GAIN] < GAIN_CONSTANT ||
-            li[L_GAIN] > GAIN_TERM)
-            code = E_TYPE;
+        if (!known_list(li)) code = E_TYPE;
         for (int64_t m = 0; m < li[L_MEMBERS] && code == 0; m++, at++)
             code = check_member(member_ints + at * MEMBER_INTS);
     }

@@ -5,8 +5,8 @@ posting buffers directly: the work of the NumPy mirrors, unions and narrowing in
 :mod:`.arrays`, which stays the reference and the fallback. :func:`evidence` then gives the
 chosen memories their exact evidence (the Python pass's sums, :mod:`.topk`) in one more call.
 The library is built at install (``hatch_build.py``); without it (no compiler then)
-:func:`available` is False and recall uses the NumPy path. ``CUEMAP_KERNEL=0`` in the environment turns the kernel off as well (the tests
-compare the two paths that way).
+:func:`available` is False and recall uses the NumPy path. ``CUEMAP_KERNEL=0`` in the
+environment turns the kernel off as well (the tests compare the two paths that way).
 
 Safety: C gets only addresses of live buffers, with their lengths and type codes checked here,
 and bounds-checks every sequence number and slot itself (a failed check raises
