@@ -17,7 +17,7 @@
 
 /* The layout of every argument below: kernel.py refuses a library reporting another one (a
  * stale build next to newer sources). Raise it with any change to an argument or descriptor. */
-#define ABI_VERSION 4
+#define ABI_VERSION 5
 
 int64_t cm_abi_version(void) { return ABI_VERSION; }
 
@@ -162,14 +162,18 @@ static void prefetch(const Scratch *s, const List *l, int64_t i, int64_t count,
     }
 }
 
-/* Add every posting of one member; with `only_marked`, only those of slots whose bit is set
- * (the candidates). Returns how many slots are reached now, or a negative code. */
-static int64_t add_member(Scratch *s, int64_t touched, const List *l, int64_t count,
-                          int only_marked, const int64_t *slot_by_seq, int64_t n_seqs,
-                          const double *length) {
-    for (int64_t i = 0; i < count; i++) {
+/* Add the postings of one member from posting *at on while their seqs are below `stop`
+ * (INT64_MAX: to its end); with `only_marked`, only those of slots whose bit is set (the
+ * candidates). Leaves *at at the first posting not added. Returns how many slots are reached
+ * now, or a negative code. */
+static int64_t add_run(Scratch *s, int64_t touched, const List *l, int64_t *at, int64_t count,
+                       int64_t stop, int only_marked, const int64_t *slot_by_seq, int64_t n_seqs,
+                       const double *length) {
+    int64_t i = *at;
+    for (; i < count; i++) {
         prefetch(s, l, i, count, slot_by_seq, n_seqs, length);
         int64_t seq = seq_at(l->seqs, l->width, i);
+        if (seq >= stop) break;
         if (seq < 0 || seq >= n_seqs) return E_SEQ;
         int64_t slot = slot_by_seq[seq];
         if (slot < 0 || slot >= s->size) return E_SLOT;
@@ -180,6 +184,68 @@ static int64_t add_member(Scratch *s, int64_t touched, const List *l, int64_t co
             touched++;
         }
     }
+    *at = i;
+    return touched;
+}
+
+/* The lowest seq among the members' next postings (next[m]: the first not added yet), or
+ * INT64_MAX when every posting has been added. */
+static int64_t first_left(const int64_t *member_ints, int64_t n_members, const int64_t *next) {
+    int64_t low = INT64_MAX;
+    for (int64_t m = 0; m < n_members; m++) {
+        const int64_t *mi = member_ints + m * MEMBER_INTS;
+        if (next[m] < mi[M_COUNT]) {
+            int64_t seq = seq_at((const void *)(intptr_t)mi[M_SEQS], mi[M_WIDTH], next[m]);
+            low = seq < low ? seq : low;
+        }
+    }
+    return low;
+}
+
+/* Sum the first n_lists lists over every slot they reach, `block` seqs at a time: each list's
+ * postings of the block's seqs, in list and member order, then the next block (from the
+ * lowest seq left: a namespace's seqs may be sparse among the store's). Every cell
+ * gets the same additions in the same order as when each list is added whole, so the sums
+ * are the same floats; but a block's cells stay in the cache while every list adds to them,
+ * where each long list added whole streams the whole namespace's cells (32 bytes a slot)
+ * again, missing the cache on nearly every posting in a large namespace. Returns how many
+ * slots are reached, or a negative code. */
+static int64_t add_blocked(Scratch *s, int64_t n_lists, const int64_t *list_ints,
+                           const double *list_doubles, const double *w,
+                           const int64_t *member_ints, const int64_t *slot_by_seq,
+                           int64_t n_seqs, const double *length, int64_t block) {
+    int64_t n_members = 0, touched = 0;
+    if (block < 1) return E_TYPE;
+    for (int64_t l = 0; l < n_lists; l++) {
+        const int64_t *li = list_ints + l * LIST_INTS;
+        if (!known_list(li) || l >= INT32_MAX || li[L_MEMBERS] < 0) return E_TYPE;
+        for (int64_t m = 0; m < li[L_MEMBERS]; m++)
+            if (check_member(member_ints + (n_members + m) * MEMBER_INTS) != 0) return E_TYPE;
+        n_members += li[L_MEMBERS];
+    }
+    int64_t *next = calloc((size_t)(n_members > 0 ? n_members : 1), sizeof *next);
+    if (!next) return E_MEMORY;
+    while (touched >= 0) {
+        int64_t low = first_left(member_ints, n_members, next), stop;
+        if (low == INT64_MAX) break; /* every posting added */
+        if (low < 0 || low >= n_seqs) {
+            touched = E_SEQ;
+            break;
+        }
+        stop = low < n_seqs - block ? low + block : n_seqs; /* a block from the lowest seq left */
+        const int64_t *mi = member_ints;
+        int64_t at = 0;
+        for (int64_t l = 0; l < n_lists && touched >= 0; l++) {
+            const int64_t *li = list_ints + l * LIST_INTS;
+            const double *ld = list_doubles + l * LIST_DOUBLES;
+            for (int64_t m = 0; m < li[L_MEMBERS] && touched >= 0; m++, mi += MEMBER_INTS) {
+                List list = list_of((int32_t)l, li, ld, w, mi);
+                touched = add_run(s, touched, &list, next + at++, mi[M_COUNT], stop, 0,
+                                  slot_by_seq, n_seqs, length);
+            }
+        }
+    }
+    free(next);
     return touched;
 }
 
@@ -249,15 +315,15 @@ static int64_t collect(Scratch *s, const Output *o, const Evidence *e) {
  *
  * list_ints / list_doubles: LIST_INTS / LIST_DOUBLES values per list; member_ints:
  * MEMBER_INTS per member, the members of list 0 first. weights: w_cue, w_tag, w_content,
- * w_session, session cap, session-only factor. cells / bits: `size` slots, all zero (left
- * all zero). Output: the reached slots ascending with their evidence (the score's
+ * w_session, session cap, session-only factor. block: seqs per block of the dense sums
+ * (add_blocked). cells / bits: `size` slots, all zero (left all zero). Output: the reached slots ascending with their evidence (the score's
  * query-dependent part), jump and tag-only flag, at most o_cap rows. Returns the number of
  * rows, or a negative code.
  */
 int64_t cm_accumulate(int64_t n_lists, const int64_t *list_ints, const double *list_doubles,
                       const int64_t *member_ints, const int64_t *slot_by_seq, int64_t n_seqs,
-                      const double *length, const double *weights, int64_t size, Cell *cells,
-                      uint64_t *bits, int64_t n_cand, const int64_t *cand_slots,
+                      int64_t block, const double *length, const double *weights, int64_t size,
+                      Cell *cells, uint64_t *bits, int64_t n_cand, const int64_t *cand_slots,
                       const int64_t *cand_seqs, int64_t *o_slots, double *o_evidence,
                       double *o_jump, uint8_t *o_tag_only, int64_t o_cap) {
     Scratch s = {cells, bits, size};
@@ -274,7 +340,13 @@ int64_t cm_accumulate(int64_t n_lists, const int64_t *list_ints, const double *l
         }
         bits[slot >> 6] |= UINT64_C(1) << (slot & 63);
     }
-    for (int64_t l = 0; l < n_lists && code == 0; l++) {
+    if (n_cand < 0 && code == 0) {
+        int64_t got = add_blocked(&s, n_lists, list_ints, list_doubles, weights, member_ints,
+                                  slot_by_seq, n_seqs, length, block);
+        code = got < 0 ? got : 0;
+        touched = got < 0 ? touched : got;
+    }
+    for (int64_t l = 0; l < n_lists && n_cand >= 0 && code == 0; l++) {
         const int64_t *li = list_ints + l * LIST_INTS;
         const double *ld = list_doubles + l * LIST_DOUBLES;
         if (!known_list(li) || l >= INT32_MAX) {
@@ -284,12 +356,13 @@ int64_t cm_accumulate(int64_t n_lists, const int64_t *list_ints, const double *l
         for (int64_t m = 0; m < li[L_MEMBERS]; m++, mi += MEMBER_INTS) {
             int64_t got = check_member(mi), count = mi[M_COUNT];
             List list = list_of((int32_t)l, li, ld, weights, mi);
-            if (got == 0 && n_cand >= 0 && count > 8 * n_cand) {
+            if (got == 0 && count > 8 * n_cand) {
                 probe_member(&s, &list, count, n_cand, cand_slots, cand_seqs, length);
                 got = touched;
             } else if (got == 0) {
-                got = add_member(&s, touched, &list, count, n_cand >= 0, slot_by_seq, n_seqs,
-                                 length);
+                int64_t from = 0;
+                got = add_run(&s, touched, &list, &from, count, INT64_MAX, 1, slot_by_seq,
+                              n_seqs, length);
             }
             if (got < 0) {
                 code = got;

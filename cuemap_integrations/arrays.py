@@ -39,8 +39,8 @@ if TYPE_CHECKING:
     from .topk import FastScorer
 
 __all__ = [
-    "ARRAY_MIN_MEMORIES", "KERNEL_MAX_MEMORIES", "NARROW_MIN_MEMORIES", "ArrayView", "Selected",
-    "select", "usable", "view_of",
+    "ARRAY_MIN_MEMORIES", "NARROW_MIN_MEMORIES", "ArrayView", "Selected", "select", "usable",
+    "view_of",
 ]  # fmt: skip
 
 # Below this many memories the Python pass is as fast as NumPy's fixed costs: CPU medians per
@@ -54,14 +54,6 @@ ARRAY_MIN_MEMORIES = 2000
 # scale` corpus, both interleaved query by query in one process: 3k 2.06 (2.92) vs 1.97 (3.13) ms,
 # 10k 2.56 (3.88) vs 2.53 (4.28), 30k 3.20 (4.48) vs 3.03 (6.63), 100k 6.62 (12.3) vs 7.63 (18.0).
 NARROW_MIN_MEMORIES = 50_000
-
-# Above this many memories recall takes the NumPy path although the compiled kernel is there.
-# Same-process CPU medians per recall, kernel against the NumPy path (`benchmarks/recall_ab.py`,
-# 200 queries, identical hits): x0.81-0.88 from 3k to 100k, x0.939 at 300k, x1.086 at 500k,
-# x1.306 at 1M (not profiled yet; likely its reads of each posting's slot and 32-byte cell, which
-# miss the cache more the larger the namespace, where NumPy reads its mirrors in order). The
-# limit is the largest size measured where the kernel was faster.
-KERNEL_MAX_MEMORIES = 300_000
 
 # The mirrors of the posting lists queries read are kept up to this many postings per memory
 # (8 bytes of slot each, 8 more of value for term lists), least recently read dropped first.
@@ -478,8 +470,10 @@ def select(
     adds them in that order too).
     """
     view = view_of(index)
-    compiled = kernel.enabled() and view.size <= KERNEL_MAX_MEMORIES
-    described = _described(lists, cfg) if compiled else None
+    # The kernel at every size: on one store, query by query in turn with the NumPy path, its
+    # CPU per recall was x0.937 of NumPy's at 500k memories and x0.888 at 1M (it had been kept
+    # to 300k after an A/B against an older tree, which differed in more than the kernel).
+    described = _described(lists, cfg) if kernel.enabled() else None
     if described is not None:
         with view.scratch().lock:  # the kernel's output is the scratch's, until we return
             found = _compiled(view, described, cfg, scorer, k, admitted, floor)

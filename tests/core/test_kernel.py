@@ -171,6 +171,44 @@ def test_the_kernels_exact_evidence_is_the_python_pass_sums_bit_for_bit(
     assert exact == reference.ev  # every signal's sums, the same floats, the same memories
 
 
+def _dense_sums(cm: CueMap, lists: list[_List], block: int) -> tuple[list[float], ...]:
+    """Every memory the lists reach, with its kernel sums, summed ``block`` seqs at a time."""
+    view = arrays.view_of(cm._indexes["default"])
+    described = kernel.describe(lists)
+    assert described is not None
+    with pytest.MonkeyPatch.context() as patch, view.scratch().lock:
+        patch.setattr(kernel, "BLOCK_SEQS", block)
+        found = kernel.accumulate(view, described, (1.0, 0.7, 0.4, 0.6, 2.0, 0.5))
+        sums = (found.slots, found.evidence, found.jump, found.tag_only)
+        return tuple(values.tolist() for values in sums)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=SEEDS,
+    query=QUERIES,
+    edits=st.lists(
+        st.tuples(st.sampled_from(["delete", "update", "readd", "add"]), st.integers(0, 299)),
+        max_size=12,
+    ),
+    block=st.sampled_from([1, 2, 7, 64, 299]),
+)
+def test_dense_sums_block_by_block_are_the_whole_lists_sums_bit_for_bit(
+    seed: int, query: list[str], edits: list[tuple[str, int]], block: int
+) -> None:
+    cm = build(seed % 3, 300)
+    by_arrays(cm, "order", 1)  # the view exists before the edits (swap-deleted slots)
+    rnd = random.Random(seed)
+    for op, i in edits:
+        _edit(cm, rnd, op, i)
+    index = cm._indexes["default"]
+    plan = plan_query(" ".join(query), index, cm.aliases)
+    lists = topk.RecallMemo().lists(index, plan, cm.config) + _carried(cm, rnd)
+    whole = _dense_sums(cm, lists, 1 << 40)  # one block: each list added whole
+    assert _dense_sums(cm, lists, block) == whole  # the same slots, the same floats
+    assert not arrays.view_of(index).scratch().cells.any()
+
+
 def test_a_store_that_grows_after_its_first_query_gets_a_larger_scratch() -> None:
     cm = build(2, 300)
     assert_same(by_arrays(cm, "order cache", 5), ranked(cm, "order cache", 5, False))
@@ -299,22 +337,6 @@ def test_without_the_kernel_recall_uses_numpy_and_ranks_the_same(
         assert_same(by_arrays(cm, query, 6), ranked(cm, query, 6, False))
     view = cm._indexes["default"].view
     assert view is not None and view.lists  # the NumPy path's mirrors
-
-
-def test_a_namespace_above_the_kernels_size_takes_the_numpy_path(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    cm = build(8, 400)
-    monkeypatch.setattr(arrays, "KERNEL_MAX_MEMORIES", 399)  # this store is one memory larger
-    for query in ("order cache redis", "caroline festival"):
-        assert_same(by_arrays(cm, query, 6), ranked(cm, query, 6, False))
-    view = cm._indexes["default"].view
-    assert view is not None and view.size == 400
-    assert view.lists and view._scratch is None  # NumPy's mirrors; the kernel never ran
-    monkeypatch.setattr(arrays, "KERNEL_MAX_MEMORIES", 400)
-    mirrored = view.mirrored
-    by_arrays(cm, "pottery deploy", 6)
-    assert view._scratch is not None and view.mirrored == mirrored  # at the limit: the kernel
 
 
 def test_the_environment_variable_turns_the_kernel_off(monkeypatch: pytest.MonkeyPatch) -> None:
