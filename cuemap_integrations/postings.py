@@ -94,11 +94,15 @@ class Postings(Mapping[int, float]):
         except OverflowError:  # past 2**31 - 1: widen, once
             self._seqs = array("q", self._seqs)
             new_seqs = array("q", rest)
-        if values is not None and self._values is None and values.count(1.0) != len(values):
+        more: Sequence[float] = [1] * len(rest) if values is None else values[start:]
+        if values is not None and self._values is None and more.count(1.0) != len(more):
             self._values = array("B", repeat(1, len(self._seqs)))
+            # put keeps the values 1.0 before the first other one implicit, as the 1-bytes
+            # the array starts with: a float 1.0 among them must not widen it as it would later
+            lead = next(at for at, value in enumerate(more) if value != 1.0)
+            more = [*repeat(1, lead), *more[lead:]]
         self._seqs.extend(new_seqs)
         if self._values is not None:
-            more = values[start:] if values is not None else [1] * len(rest)
             self._values_extend(_narrowest(more, self._values.typecode))
 
     def _values_extend(self, more: array[Any]) -> None:

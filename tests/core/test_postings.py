@@ -131,6 +131,7 @@ def test_a_key_held_once_keeps_no_arrays() -> None:
     ),
     st.booleans(),
 )
+@example([], [(0, 1.0), (1, 1.0), (2, 1.0), (3, 2)], False)  # 1.0s, then an int: put keeps bytes
 def test_extend_equals_putting_each(
     ops: list[tuple[bool, int, float]], batch: list[tuple[int, float]], ones: bool
 ) -> None:
