@@ -29,7 +29,7 @@ from .capture import capture as capture_turns
 from .config import RecallConfig
 from .errors import NotFoundError, ValidationError
 from .events import RecallExtension, RecallRequest, WriteEvent, WriteListener, notify
-from .index import NamespaceIndex
+from .index import DocColumns, NamespaceIndex
 from .keytables import SeqOf, SeqsByKey
 from .lifecycle import StoreView, WritePlan, content_key, plan_writes
 from .links import Links
@@ -188,6 +188,7 @@ class CueMap:
         self._records = RecordTable()
         self._seq_of = SeqOf()
         self._indexes: dict[str, NamespaceIndex] = {}
+        self._columns = DocColumns()  # the indexes' per-memory values, by seq (index.py)
         self._access: dict[int, tuple[int, datetime]] = {}
         self._by_content = SeqsByKey()  # content key -> seqs, in insertion order
         self._by_key: dict[tuple[str, str], int] = {}
@@ -266,7 +267,7 @@ class CueMap:
         cues, _, terms = self._index_keys(record, memo)
         index = self._indexes.get(record.namespace)
         if index is None:  # not setdefault: that would build an empty index for every memory
-            index = self._indexes[record.namespace] = NamespaceIndex()
+            index = self._indexes[record.namespace] = NamespaceIndex(self._columns)
         self._records[seq] = record
         # the row's interned cue tuple when the cues are the same, and its creation time when
         # it was never updated: the index shares these objects instead of copies
