@@ -30,7 +30,7 @@ from .config import RecallConfig
 from .errors import NotFoundError, ValidationError
 from .events import RecallExtension, RecallRequest, WriteEvent, WriteListener, notify
 from .index import DocColumns, NamespaceIndex
-from .keytables import SeqOf, SeqsByKey
+from .keytables import SeqOf, SeqsByDigest
 from .lifecycle import StoreView, WritePlan, content_key, plan_writes
 from .links import Links
 from .ranking import QUERY_SOURCE, Carried, Filters, plan_query, rank, with_carried
@@ -190,7 +190,7 @@ class CueMap:
         self._indexes: dict[str, NamespaceIndex] = {}
         self._columns = DocColumns()  # the indexes' per-memory values, by seq (index.py)
         self._access: dict[int, tuple[int, datetime]] = {}
-        self._by_content = SeqsByKey()  # content key -> seqs, in insertion order
+        self._by_content = SeqsByDigest()  # content key -> seqs, in insertion order
         self._by_key: dict[tuple[str, str], int] = {}
         self._links = Links()
         self._listeners: list[WriteListener] = []
