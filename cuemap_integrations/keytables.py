@@ -135,8 +135,8 @@ class SeqsByDigest:
 
     A dict keyed by the digest cost about 87 bytes per memory (membreak.py 100000: the 49-byte
     ``bytes`` object and its dict entry). Here the digest is 16 bytes of a ``bytearray`` indexed
-    by seq, found from an open-addressing table of seqs (``array("q")``, linear probing on the
-    digest's first 8 bytes, which are uniformly random; at most two thirds full): about 32 bytes.
+    by seq, found from an open-addressing table of seqs (``array("i")``, linear probing on the
+    digest's first 8 bytes, which are uniformly random; at most two thirds full): about 26 bytes.
     A digest held by more than one seq (a repeated text given explicit ids: rare) also has its
     seqs, in insertion order, in a small dict; the table then holds the first of them.
 
@@ -151,7 +151,7 @@ class SeqsByDigest:
 
     def __init__(self) -> None:
         self._digests = bytearray()  # by seq: the digest it holds (16 bytes)
-        self._slots = array("q", repeat(_EMPTY, 8))  # a seq, _EMPTY or _GONE
+        self._slots = array("i", repeat(_EMPTY, 8))  # a seq, _EMPTY or _GONE ("q" past 2**31)
         self._held = 0  # slots holding a seq
         self._used = 0  # slots not _EMPTY (held or _GONE): probing needs an _EMPTY one
         self._many: dict[bytes, tuple[int, ...]] = {}  # digest -> its seqs, if more than one
@@ -180,7 +180,11 @@ class SeqsByDigest:
         if at >= 0:
             self._many[digest] = (*self.seqs(digest), seq)
             return
-        self._slots[-1 - at] = seq
+        try:
+            self._slots[-1 - at] = seq
+        except OverflowError:  # a seq past 2**31 - 1: widen, once
+            self._slots = array("q", self._slots)
+            self._slots[-1 - at] = seq
         self._held += 1
         self._used += 1
         if 3 * self._used >= 2 * len(self._slots):
@@ -218,13 +222,13 @@ class SeqsByDigest:
         return self._held
 
     def _rehash(self) -> None:
-        """A table at most a third full of its seqs (so at most two thirds with later ones),
-        without the _GONE slots; the same seqs in the same order."""
+        """A table at most half full of its seqs (two thirds with later ones: about 8 bytes per
+        seq on average), without the _GONE slots; the same seqs in the same order."""
         held = [seq for seq in self._slots if seq >= 0]
         size = 8
-        while size < 3 * len(held):
+        while size < 2 * len(held):
             size *= 2
-        self._slots = array("q", repeat(_EMPTY, size))
+        self._slots = array(self._slots.typecode, repeat(_EMPTY, size))
         self._held = self._used = len(held)
         digests = self._digests
         for seq in held:

@@ -304,7 +304,7 @@ class FastScorer:
 
     def _prior(self, seq: int) -> float:
         columns = self.columns
-        value = self.type_bonus.get(columns.type_of(seq), 0.0)
+        value = self.type_bonus.get(columns.types[columns.codes[seq]], 0.0)
         if self.w_recency:
             age = max(self.now_ts - columns.updated[seq], 0.0)
             value += self.w_recency * 0.5 ** (age * self.per_second)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from array import array
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -83,3 +85,12 @@ def test_seqs_by_digest_finds_what_seqs_by_key_finds(ops: list[tuple[bool, int, 
     for digest in [*DIGESTS, b"y" * 16]:
         assert table.seqs(digest) == model.seqs(digest)
         assert table.first(digest) == model.first(digest)
+
+
+def test_seqs_by_digest_widens_its_table_for_a_seq_it_cannot_hold() -> None:
+    table = SeqsByDigest()
+    table.add(DIGESTS[0], 5)
+    table._slots = array("b", table._slots)  # as an "i" table is for a seq past 2**31 - 1
+    table.add(DIGESTS[1], 300)
+    assert table._slots.typecode == "q"
+    assert (table.first(DIGESTS[0]), table.first(DIGESTS[1])) == (5, 300)
