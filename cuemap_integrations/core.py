@@ -1069,8 +1069,8 @@ class CueMap:
         seq = self._seq_of.get((namespace, memory_id))
         if seq is None:
             return ()
-        doc = self._indexes[namespace].docs[seq]
-        return doc.cues + doc.tags
+        docs = self._indexes[namespace].docs
+        return docs.cues(seq) + docs.tags(seq)
 
 
 @dataclass(frozen=True)

@@ -192,8 +192,8 @@ class DocTable(Mapping[int, IndexedDoc]):
     Example:
         >>> docs = DocTable(DocColumns())
         >>> docs.put(7, IndexedDoc(("port",), (), "The API uses port 8001", 5, 2.0, "fact"))
-        >>> docs[7].cues, docs[7].length, docs.cues(7), list(docs), 8 in docs
-        (('port',), 5, ('port',), [7], False)
+        >>> docs[7].cues, docs[7].length, docs.cues(7), docs.tags(7), list(docs), 8 in docs
+        (('port',), 5, ('port',), (), [7], False)
     """
 
     __slots__ = ("_held", "columns")
@@ -225,6 +225,11 @@ class DocTable(Mapping[int, IndexedDoc]):
         """The cues memory ``seq`` indexed (without building its doc)."""
         held = self._held[seq]
         return held.cues if isinstance(held, IndexedDoc) else held
+
+    def tags(self, seq: int) -> tuple[str, ...]:
+        """The tags memory ``seq`` indexed (without building its doc)."""
+        held = self._held[seq]
+        return held.tags if isinstance(held, IndexedDoc) else ()
 
     def put(self, seq: int, doc: IndexedDoc) -> None:
         """Index ``doc`` as memory ``seq`` (after any earlier doc of it was popped)."""

@@ -256,22 +256,27 @@ class RecordTable(MutableMapping[int, MemoryRecord]):
     def __setitem__(self, seq: int, record: MemoryRecord) -> None:
         row = pack(record, self._kinds)
         rows = self._rows
-        if seq >= len(rows):
-            if seq < 0:
-                raise KeyError(seq)
-            more = seq + 1 - len(rows)
-            rows.extend(repeat(None, more))
-            self._order.frombytes(bytes(8 * more))
-        elif seq < 0:
-            raise KeyError(seq)
+        if not 0 <= seq < len(rows):
+            self._grow(seq)
         if rows[seq] is None:  # a new key goes last, as in a dict
-            self._ascending = self._ascending and seq > self._top
-            self._top = max(self._top, seq)
+            if seq > self._top:
+                self._top = seq
+            else:
+                self._ascending = False
             self._order[seq] = self._inserted
             self._inserted += 1
             self._count += 1
         rows[seq] = row
         self._recent.pop(seq, None)
+
+    def _grow(self, seq: int) -> None:
+        """Room for ``seq`` and about an eighth more (not one slot per new memory: bulk ingest
+        calls this for each)."""
+        if seq < 0:
+            raise KeyError(seq)
+        more = max(seq + 1, len(self._rows) + len(self._rows) // 8 + 1024) - len(self._rows)
+        self._rows.extend(repeat(None, more))
+        self._order.frombytes(bytes(8 * more))
 
     def __delitem__(self, seq: int) -> None:
         self.row(seq)  # KeyError if absent

@@ -78,6 +78,7 @@ def test_docs_read_back_as_indexed_across_namespaces_sharing_columns(
         assert list(index.docs) == list(docs) and len(index.docs) == len(docs)
         assert dict(index.docs.items()) == docs
         assert all(index.docs.cues(seq) == doc.cues for seq, doc in docs.items())
+        assert all(index.docs.tags(seq) == doc.tags for seq, doc in docs.items())
         assert all(columns.lengths[seq] == doc.length for seq, doc in docs.items())
         assert index.total_length == sum(doc.length for doc in docs.values())
 
