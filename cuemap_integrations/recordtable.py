@@ -223,7 +223,8 @@ class RecordTable(MutableMapping[int, MemoryRecord]):
     the store's rowids, dense from 1, and a list slot costs 8 bytes where a dict entry cost
     about 52 (membreak.py 100000). Insertion order, which a dict kept, is kept as each seq's
     insertion number (8 bytes more); it is the ascending order of seqs unless an older seq was
-    inserted again (a re-indexed memory goes last), and only then does iterating sort.
+    inserted again (a re-indexed memory goes last), and only then does iterating sort. A
+    deleted memory's slot stays (16 bytes, after reopening too: rowids stay).
 
     The last :data:`RECENT` records read are kept built: one recall reads its hits in each of
     its passes, then again for notes and access counts."""
