@@ -509,8 +509,8 @@ def _exact(
     the kernel in one call instead of a binary search per list and memory in Python."""
     number = {id(lst): i for i, lst in enumerate(described.ordered)}
     order = [number[id(lst)] for lst in lists if id(lst) in number]  # no postings: adds nothing
-    seqs, docs = list(chosen), index.docs
-    found = kernel.evidence(described.lists, order, seqs, [docs[seq].length for seq in seqs])
+    seqs, lengths = list(chosen), index.docs.columns.lengths
+    found = kernel.evidence(described.lists, order, seqs, [lengths[seq] for seq in seqs])
     ev = Evidence(survivors=chosen)
     signals = (ev.cue, ev.tag, ev.content, ev.session)  # the kernel's signal order
     raw, held = found.raw, found.held

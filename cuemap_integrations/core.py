@@ -29,8 +29,8 @@ from .capture import capture as capture_turns
 from .config import RecallConfig
 from .errors import NotFoundError, ValidationError
 from .events import RecallExtension, RecallRequest, WriteEvent, WriteListener, notify
-from .index import NamespaceIndex
-from .keytables import SeqOf, SeqsByKey
+from .index import DocColumns, NamespaceIndex
+from .keytables import SeqOf, SeqsByDigest
 from .lifecycle import StoreView, WritePlan, content_key, plan_writes
 from .links import Links
 from .ranking import QUERY_SOURCE, Carried, Filters, plan_query, rank, with_carried
@@ -188,8 +188,9 @@ class CueMap:
         self._records = RecordTable()
         self._seq_of = SeqOf()
         self._indexes: dict[str, NamespaceIndex] = {}
+        self._columns = DocColumns()  # the indexes' per-memory values, by seq (index.py)
         self._access: dict[int, tuple[int, datetime]] = {}
-        self._by_content = SeqsByKey()  # content key -> seqs, in insertion order
+        self._by_content = SeqsByDigest()  # content key -> seqs, in insertion order
         self._by_key: dict[tuple[str, str], int] = {}
         self._links = Links()
         self._listeners: list[WriteListener] = []
@@ -266,7 +267,7 @@ class CueMap:
         cues, _, terms = self._index_keys(record, memo)
         index = self._indexes.get(record.namespace)
         if index is None:  # not setdefault: that would build an empty index for every memory
-            index = self._indexes[record.namespace] = NamespaceIndex()
+            index = self._indexes[record.namespace] = NamespaceIndex(self._columns)
         self._records[seq] = record
         # the row's interned cue tuple when the cues are the same, and its creation time when
         # it was never updated: the index shares these objects instead of copies
@@ -1068,8 +1069,8 @@ class CueMap:
         seq = self._seq_of.get((namespace, memory_id))
         if seq is None:
             return ()
-        doc = self._indexes[namespace].docs[seq]
-        return doc.cues + doc.tags
+        docs = self._indexes[namespace].docs
+        return docs.cues(seq) + docs.tags(seq)
 
 
 @dataclass(frozen=True)

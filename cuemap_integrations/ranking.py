@@ -302,8 +302,7 @@ def _explain(
     seq: int, index: NamespaceIndex, plan: QueryPlan, parts: tuple[tuple[str, float], ...],
     carriers: Mapping[str, tuple[int, ...]],
 ) -> ScoreBreakdown:  # fmt: skip
-    doc = index.docs[seq]
-    cues, tags = set(doc.cues), set(doc.tags)
+    cues, tags = set(index.docs.cues(seq)), set(index.docs.tags(seq))  # no doc built
     carried = cues | tags
     return ScoreBreakdown(
         contributions=parts,

@@ -21,10 +21,12 @@ Example:
 from __future__ import annotations
 
 import sys
-from collections.abc import ItemsView, Iterable, Iterator, MutableMapping
+from array import array
+from collections.abc import Iterable, Iterator, MutableMapping
 from dataclasses import MISSING, fields
 from datetime import datetime, timezone
-from itertools import chain
+from itertools import chain, compress, repeat
+from operator import is_not
 from typing import Any, NamedTuple, Protocol
 
 from .records import CueOrigin, JSONValue, MemoryRecord, MemoryType
@@ -217,48 +219,100 @@ def _pairs(flat: tuple[Any, ...] | None) -> dict[str, Any]:
 class RecordTable(MutableMapping[int, MemoryRecord]):
     """``seq -> MemoryRecord``, stored as packed rows, in insertion order like a dict.
 
+    The rows are a list indexed by ``seq`` (a hole is None), not a dict: sequence numbers are
+    the store's rowids, dense from 1, and a list slot costs 8 bytes where a dict entry cost
+    about 52 (membreak.py 100000). Insertion order, which a dict kept, is kept as each seq's
+    insertion number (8 bytes more); it is the ascending order of seqs unless an older seq was
+    inserted again (a re-indexed memory goes last), and only then does iterating sort. A
+    deleted memory's slot stays (16 bytes, after reopening too: rowids stay).
+
     The last :data:`RECENT` records read are kept built: one recall reads its hits in each of
     its passes, then again for notes and access counts."""
 
-    __slots__ = ("_kinds", "_recent", "_rows")
+    __slots__ = (
+        "_ascending", "_count", "_inserted", "_kinds", "_order", "_recent", "_rows", "_top"
+    )  # fmt: skip
 
     RECENT = 1024
 
     def __init__(self) -> None:
-        self._rows: dict[int, Row] = {}
+        self._rows: list[Row | None] = []  # by seq
+        self._order = array("q")  # by seq: its insertion number
+        self._inserted = 0  # insertions so far (the next insertion number)
+        self._top = -1  # the largest seq ever inserted
+        self._ascending = True  # False once a seq was inserted below it: iterating sorts
+        self._count = 0
         self._recent: dict[int, MemoryRecord] = {}  # oldest first
         self._kinds: dict[tuple[Any, ...], Any] = {}  # kind -> itself, shared by rows
 
     def __getitem__(self, seq: int) -> MemoryRecord:
         record = self._recent.get(seq)
         if record is None:
-            record = unpack(self._rows[seq])
+            record = unpack(self.row(seq))
             if len(self._recent) >= self.RECENT:
                 del self._recent[next(iter(self._recent))]
             self._recent[seq] = record
         return record
 
     def __setitem__(self, seq: int, record: MemoryRecord) -> None:
-        self._rows[seq] = pack(record, self._kinds)
+        row = pack(record, self._kinds)
+        rows = self._rows
+        if not 0 <= seq < len(rows):
+            self._grow(seq)
+        if rows[seq] is None:  # a new key goes last, as in a dict
+            if seq > self._top:
+                self._top = seq
+            else:
+                self._ascending = False
+            self._order[seq] = self._inserted
+            self._inserted += 1
+            self._count += 1
+        rows[seq] = row
         self._recent.pop(seq, None)
 
+    def _grow(self, seq: int) -> None:
+        """Room for ``seq`` and about an eighth more (not one slot per new memory: bulk ingest
+        calls this for each)."""
+        if seq < 0:
+            raise KeyError(seq)
+        more = max(seq + 1, len(self._rows) + len(self._rows) // 8 + 1024) - len(self._rows)
+        self._rows.extend(repeat(None, more))
+        self._order.frombytes(bytes(8 * more))
+
     def __delitem__(self, seq: int) -> None:
-        del self._rows[seq]
+        self.row(seq)  # KeyError if absent
+        self._rows[seq] = None
+        self._count -= 1
         self._recent.pop(seq, None)
 
     def __contains__(self, seq: object) -> bool:
-        return seq in self._rows
+        try:
+            self.row(seq)  # type: ignore[arg-type]  # any object may be asked
+        except (KeyError, TypeError):
+            return False
+        return True
 
     def __iter__(self) -> Iterator[int]:
-        return iter(self._rows)
+        rows = self._rows
+        seqs = list(compress(range(len(rows)), map(is_not, rows, repeat(None))))
+        if not self._ascending:
+            seqs.sort(key=self._order.__getitem__)
+        return iter(seqs)
 
     def __len__(self) -> int:
-        return len(self._rows)
+        return self._count
 
-    def rows(self) -> ItemsView[int, Row]:
+    def rows(self) -> Iterator[tuple[int, Row]]:
         """``(seq, row)`` of every memory, in insertion order."""
-        return self._rows.items()
+        rows = self._rows
+        return ((seq, rows[seq]) for seq in self)  # type: ignore[misc]  # no hole: see __iter__
 
     def row(self, seq: int) -> Row:
         """The packed row of memory ``seq``: its fields, without building a record."""
-        return self._rows[seq]
+        try:
+            row = self._rows[seq]
+        except IndexError:
+            raise KeyError(seq) from None
+        if row is None or seq < 0:
+            raise KeyError(seq)
+        return row

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .index import IndexedDoc, NamespaceIndex
+from .index import DocTable, NamespaceIndex
 from .postings import Postings
 from .scoring import RULES, bm25_idf, bm25_term, saturate
 
@@ -85,7 +85,7 @@ class _TermGain(NamedTuple):
 
     idf: float
     bucket: Postings  # seq -> term frequency (or weighted context frequency)
-    docs: Mapping[int, IndexedDoc]
+    lengths: Sequence[int]  # seq -> the memory's term count (DocColumns.lengths)
     avg: float
     k1: float
     b: float
@@ -95,13 +95,14 @@ class _TermGain(NamedTuple):
 
     def of(self, seq: int, tf: float) -> float:
         """The gain of ``seq``, which holds the term ``tf`` times (or with that weight)."""
-        return self.idf * bm25_term(tf, self.docs[seq].length, self.avg, self.k1, self.b)
+        return self.idf * bm25_term(tf, self.lengths[seq], self.avg, self.k1, self.b)
 
     def add_all(self, values: dict[int, float]) -> None:
         """Add the gain to every memory holding the term (inlined: the hottest loop)."""
-        idf, k1, b, avg, docs, get = self.idf, self.k1, self.b, self.avg, self.docs, values.get
+        idf, k1, b, avg, lengths = self.idf, self.k1, self.b, self.avg, self.lengths
+        get = values.get
         for seq, tf in self.bucket.pairs():
-            norm = k1 * (1.0 - b + b * docs[seq].length / avg) if avg > 0 else k1
+            norm = k1 * (1.0 - b + b * lengths[seq] / avg) if avg > 0 else k1
             values[seq] = get(seq, 0.0) + idf * (tf * (k1 + 1.0) / (tf + norm))
 
 
@@ -226,7 +227,7 @@ def _carried_lists(index: NamespaceIndex, plan: QueryPlan, cfg: RecallConfig) ->
 
 
 def _term_lists(index: NamespaceIndex, plan: QueryPlan, cfg: RecallConfig) -> list[_List]:
-    n, w, docs, avg = len(index), cfg.weights, index.docs, index.avg_length
+    n, w, lengths, avg = len(index), cfg.weights, index.docs.columns.lengths, index.avg_length
     k1, b = cfg.bm25_k1, cfg.bm25_b
     out: list[_List] = []
     for tag in plan.tags:
@@ -240,7 +241,7 @@ def _term_lists(index: NamespaceIndex, plan: QueryPlan, cfg: RecallConfig) -> li
         if bucket:
             idf = bm25_idf(n, len(bucket))
 
-            gain = _TermGain(idf, bucket, docs, avg, k1, b)
+            gain = _TermGain(idf, bucket, lengths, avg, k1, b)
             bound = w["content"] * idf * (k1 + 1.0)
             out.append(_List("content", bound, (bucket,), gain, (("term", term),)))
     return out
@@ -256,7 +257,7 @@ class FastScorer:
     def __init__(
         self,
         cfg: RecallConfig,
-        docs: Mapping[int, IndexedDoc],
+        docs: DocTable,
         now_ts: float,
         access: Callable[[int], int],
         bonus: Callable[[int], float] | None = None,
@@ -265,7 +266,8 @@ class FastScorer:
         bonuses: dict[int, float] | None = None,
     ) -> None:
         w = cfg.weights
-        self.cfg, self.docs, self.now_ts, self.access = cfg, docs, now_ts, access
+        self.cfg, self.now_ts, self.access = cfg, now_ts, access
+        self.columns = docs.columns  # the memories' type and last update, by seq
         self.bonus = bonus  # the query's date/speaker bonus of a memory (>= 0), or None
         self.bonus_max = bonus_max  # the most ``bonus`` gives one memory
         self.w_cue, self.w_session, self.w_tag = w["cue"], w["session"], w["tag"]
@@ -301,10 +303,10 @@ class FastScorer:
         return cached
 
     def _prior(self, seq: int) -> float:
-        doc = self.docs[seq]
-        value = self.type_bonus.get(doc.type, 0.0)
+        columns = self.columns
+        value = self.type_bonus.get(columns.types[columns.codes[seq]], 0.0)
         if self.w_recency:
-            age = max(self.now_ts - doc.updated_ts, 0.0)
+            age = max(self.now_ts - columns.updated[seq], 0.0)
             value += self.w_recency * 0.5 ** (age * self.per_second)
         if self.w_freq:
             value -= self.w_freq * math.log1p(self.access(seq))

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from array import array
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cuemap_integrations.keytables import SeqOf, SeqsByKey
+from cuemap_integrations.keytables import SeqOf, SeqsByDigest, SeqsByKey
 
 _keys = st.tuples(st.sampled_from(["default", "bob", "x"]), st.sampled_from(["a", "b", "c", "d"]))
 _ops = st.lists(st.tuples(st.booleans(), _keys, st.integers(0, 9)), max_size=40)
@@ -60,3 +62,35 @@ def test_seqs_by_key_keeps_insertion_order_like_tuples_in_a_dict(
     for key in (b"p", b"q"):
         assert table.seqs(key) == model.get(key, ())
         assert table.first(key) == (model[key][0] if key in model else None)
+
+
+# digests whose first 8 bytes (the table's hash) are equal or differ in one low bit: collisions
+DIGESTS = [bytes(8) + bytes([n]) * 8 for n in range(3)] + [bytes([1]) + bytes(7) + b"x" * 8]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 3), st.integers(0, 40)), max_size=80))
+def test_seqs_by_digest_finds_what_seqs_by_key_finds(ops: list[tuple[bool, int, int]]) -> None:
+    """Each seq holds one digest at a time, as a memory holds one content key."""
+    model, table, held = SeqsByKey(), SeqsByDigest(), dict[int, bytes]()
+    for add, which, seq in ops:
+        if add and seq not in held:
+            held[seq] = DIGESTS[which]
+            model.add(held[seq], seq)
+            table.add(held[seq], seq)
+        elif not add and seq in held:
+            model.discard(held[seq], seq)
+            table.discard(held.pop(seq), seq)
+    assert len(table) == len(set(held.values()))
+    for digest in [*DIGESTS, b"y" * 16]:
+        assert table.seqs(digest) == model.seqs(digest)
+        assert table.first(digest) == model.first(digest)
+
+
+def test_seqs_by_digest_widens_its_table_for_a_seq_it_cannot_hold() -> None:
+    table = SeqsByDigest()
+    table.add(DIGESTS[0], 5)
+    table._slots = array("b", table._slots)  # as an "i" table is for a seq past 2**31 - 1
+    table.add(DIGESTS[1], 300)
+    assert table._slots.typecode == "q"
+    assert (table.first(DIGESTS[0]), table.first(DIGESTS[1])) == (5, 300)

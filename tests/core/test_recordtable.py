@@ -226,3 +226,25 @@ def test_metadata_round_trips_through_its_flat_tuple_and_kinds_are_shared() -> N
         "chat",
         "ns",
     )
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 30), st.booleans(), st.integers(0, 3)), max_size=60))
+def test_the_table_orders_and_holds_memories_as_a_dict_does(
+    ops: list[tuple[int, bool, int]],
+) -> None:
+    """Rows are a list by seq plus insertion numbers: the same keys, values and order as the
+    dict they replaced, through writes, rewrites, deletes and re-inserts of any seq."""
+    table, reference = RecordTable(), dict[int, MemoryRecord]()
+    for seq, delete, count in ops:
+        if delete:
+            assert (seq in table) == (seq in reference)
+            if seq in reference:
+                del table[seq], reference[seq]
+            continue
+        record = MemoryRecord(memory_id=f"m{seq}", content="x", created_at=T, updated_at=T,
+                              access_count=count)  # fmt: skip
+        table[seq] = reference[seq] = record
+    assert list(table) == list(reference) and len(table) == len(reference)
+    assert [(seq, table.row(seq)) for seq in reference] == list(table.rows())
+    assert dict(table) == reference and -1 not in table and "1" not in table

@@ -1,0 +1,94 @@
+"""The per-memory columns (index.DocColumns / DocTable) read back exactly the IndexedDoc each
+memory was indexed with, for memories of several namespaces sharing one store's columns."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cuemap_integrations.index import DocColumns, IndexedDoc, NamespaceIndex, _counted
+from cuemap_integrations.text import content_terms
+
+WORDS = st.sampled_from(["order", "cache", "db", "caroline", "超时", "lake"])
+OPS = st.lists(
+    st.tuples(
+        st.integers(0, 1),  # which namespace's index
+        st.integers(1, 40),  # seq
+        st.lists(WORDS, max_size=4),  # cues
+        st.lists(WORDS, max_size=2),  # tags
+        st.lists(WORDS, min_size=1, max_size=5),  # content words
+        st.sampled_from(["index", "plain", "turn", "context", "remove"]),
+        st.sampled_from(["note", "fact", "event"]),
+    ),
+    max_size=40,
+)
+
+
+def _expected(cues: list[str], tags: list[str], content: str, turn: bool, ts: float,
+              type: str) -> IndexedDoc:  # fmt: skip
+    """The doc as NamespaceIndex.add built it before the columns: a dict of these."""
+    names, counts = _counted(content_terms(content))
+    words = (names, counts) if turn else content
+    return IndexedDoc(tuple(dict.fromkeys(cues)), tuple(dict.fromkeys(tags)), words,
+                      sum(counts), ts, type)  # fmt: skip
+
+
+CONTEXT = {"far": 0.5, "lake": 0.25}
+
+
+def _with_context(doc: IndexedDoc, context: dict[str, float]) -> IndexedDoc:
+    """``doc`` after ``set_context(seq, context)``: neighbours' terms it has not itself."""
+    kept = {t: w for t, w in context.items() if t not in doc.term_names}
+    return replace(doc, context_names=tuple(kept), context_weights=tuple(kept.values()))
+
+
+@settings(max_examples=200, deadline=None)
+@given(OPS)
+def test_docs_read_back_as_indexed_across_namespaces_sharing_columns(
+    ops: list[tuple[int, int, list[str], list[str], list[str], str, str]],
+) -> None:
+    columns = DocColumns()
+    indexes = (NamespaceIndex(columns), NamespaceIndex(columns))
+    expected: tuple[dict[int, IndexedDoc], dict[int, IndexedDoc]] = ({}, {})
+    owner: dict[int, int] = {}  # a seq is in one namespace at a time, as in the store
+    for at, (which, seq, cues, tags, words, op, type) in enumerate(ops):
+        if seq in owner and owner[seq] != which or op == "remove":
+            indexes[owner.get(seq, which)].remove(seq)
+            expected[owner.get(seq, which)].pop(seq, None)
+            owner.pop(seq, None)
+            if op == "remove":
+                continue
+        index, docs = indexes[which], expected[which]
+        if op == "context" and seq in docs:
+            index.set_context(seq, CONTEXT)
+            docs[seq] = _with_context(docs[seq], CONTEXT)
+            continue
+        content, turn = " ".join(words), op == "turn"
+        tags = tags if op == "index" else []
+        context = dict(docs.pop(seq).context) if seq in docs else {}  # re-indexing keeps it
+        index.add(seq, cues, tags, content_terms(content), updated_ts=at + 0.5, type=type,
+                  content=None if turn else content)  # fmt: skip
+        docs[seq] = _expected(cues, tags, content, turn, at + 0.5, type)  # last, as in a dict
+        if context:
+            docs[seq] = _with_context(docs[seq], context)
+        owner[seq] = which
+    for index, docs in zip(indexes, expected, strict=True):
+        assert list(index.docs) == list(docs) and len(index.docs) == len(docs)
+        assert dict(index.docs.items()) == docs
+        assert all(index.docs.cues(seq) == doc.cues for seq, doc in docs.items())
+        assert all(index.docs.tags(seq) == doc.tags for seq, doc in docs.items())
+        assert all(columns.lengths[seq] == doc.length for seq, doc in docs.items())
+        assert index.total_length == sum(doc.length for doc in docs.values())
+
+
+def test_a_plain_doc_keeps_no_object_of_its_own() -> None:
+    index = NamespaceIndex()
+    cues, content = ("lake", "caroline"), "Caroline swam in the lake"
+    index.add(3, cues, [], content_terms(content), updated_ts=2.0, type="fact", content=content)
+    assert index.docs._held[3] is cues and index.docs.columns.words[3] is content
+    length = len(content_terms(content))
+    assert index.docs[3] == IndexedDoc(cues, (), content, length, 2.0, "fact")
+    index.remove(3)
+    assert 3 not in index.docs and index.docs.columns.words[3] is None
