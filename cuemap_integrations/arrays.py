@@ -479,7 +479,7 @@ def select(
     """
     view = view_of(index)
     compiled = kernel.enabled() and view.size <= KERNEL_MAX_MEMORIES
-    described = _described(lists, cfg) if compiled else None
+    described = _described(lists, cfg, _members(index)) if compiled else None
     if described is not None:
         with view.scratch().lock:  # the kernel's output is the scratch's, until we return
             found = _compiled(view, described, cfg, scorer, k, admitted, floor)
@@ -497,14 +497,32 @@ class _Described(NamedTuple):
     lists: kernel._Descriptors
 
 
-def _described(lists: Sequence[_List], cfg: RecallConfig) -> _Described | None:
+def _described(
+    lists: Sequence[_List], cfg: RecallConfig, memo: dict[Any, Any] | None = None
+) -> _Described | None:
     """The lists described for the kernel; None when a list's gain is one the kernel does not
-    know (the NumPy path handles it)."""
+    know (the NumPy path handles it). ``memo``: see :func:`kernel.describe`."""
     ordered, units = _units(lists)
-    described = kernel.describe(ordered)
+    described = kernel.describe(ordered, memo)
     if described is None or not cfg.session_saturation > 0:
         return None
     return _Described(ordered, units, described)
+
+
+_MEMBERS_MAX = 4096  # lists whose member descriptors an index keeps (see _members)
+
+
+def _members(index: NamespaceIndex) -> dict[Any, Any]:
+    """The index's memo of the kernel's member descriptors, kept in ``index.derived`` so that
+    any posting change drops it (a posting buffer may move then); started over past
+    :data:`_MEMBERS_MAX` lists."""
+    memo: dict[Any, Any] = index.derived.setdefault(_MEMBERS_KEY, {})
+    if len(memo) >= _MEMBERS_MAX:
+        memo.clear()
+    return memo
+
+
+_MEMBERS_KEY = ("kernel", "members")
 
 
 def _exact(
@@ -924,8 +942,11 @@ def _saturated(raw: Any, cfg: RecallConfig) -> Any:
 def _priors(view: ArrayView, cand: Any, scorer: FastScorer, *, with_bonus: bool = False) -> Any:
     np = _np()
     names = sorted(view.type_codes, key=view.type_codes.__getitem__)
-    bonus = np.array([scorer.type_bonus.get(name, 0.0) for name in names] or [0.0])
-    prior = bonus[view.type_code[cand]]
+    bonus = [scorer.type_bonus.get(name, 0.0) for name in names] or [0.0]
+    if bonus.count(bonus[0]) == len(bonus):  # one type bonus for all: no per-slot read
+        prior = np.full(len(cand), bonus[0])
+    else:
+        prior = np.array(bonus)[view.type_code[cand]]
     if scorer.w_recency:
         age = np.maximum(scorer.now_ts - view.updated[cand], 0.0)
         prior = prior + scorer.w_recency * np.exp2(-age * scorer.per_second)  # 0.5 ** x, faster

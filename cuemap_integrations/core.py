@@ -846,11 +846,13 @@ class CueMap:
         like the previous turn of a session does (and with the same self-discount)."""
         cfg = self.config
         cues = self._carry(namespace, trace.query_cues, hits, cfg.feedback_hits)
-        return [
-            self._carried(namespace, cue, weight * cfg.feedback_weight, sources)._replace(
-                self_factor=0.0  # feedback finds what is related to the hits, not the hits again
-            )
-            for cue, (weight, sources) in cues.items()
+        # each source id resolved once, not once per cue it gave (a hit gives dozens)
+        seq_of = {"": QUERY_SOURCE}
+        for hit in hits[: cfg.feedback_hits]:
+            seq_of[hit.memory_id] = self._seq_of.get((namespace, hit.memory_id), QUERY_SOURCE)
+        return [  # self factor 0: feedback finds what is related to the hits, not the hits again
+            Carried(cue, weight * cfg.feedback_weight, frozenset(map(seq_of.__getitem__, ids)), 0.0)
+            for cue, (weight, ids) in cues.items()
         ]
 
     def _carried(self, namespace: str, cue: str, weight: float, ids: Sequence[str]) -> Carried:
@@ -1059,9 +1061,15 @@ class CueMap:
             share = hit.score / best if best > 0 else 0.0
             if share < self.config.session_min_share:
                 break
-            for cue in self._indexed_cues(namespace, hit.memory_id):
-                weight, sources = cues.get(cue, (0.0, []))
-                cues[cue] = (max(weight, round(share, 6)), [*sources, hit.memory_id])
+            rounded, source = round(share, 6), hit.memory_id
+            for cue in self._indexed_cues(namespace, source):
+                held = cues.get(cue)
+                if held is None:
+                    cues[cue] = (rounded, [source])
+                    continue
+                held[1].append(source)  # each cue's own list (the query's too)
+                if rounded > held[0]:
+                    cues[cue] = (rounded, held[1])
         return cues
 
     def _indexed_cues(self, namespace: str, memory_id: str) -> tuple[str, ...]:

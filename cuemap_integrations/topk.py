@@ -149,9 +149,10 @@ def _found(index: NamespaceIndex, kinds: tuple[str, ...], members: tuple[str, ..
 class RecallMemo:
     """What every pass of one recall (the first and the feedback pass) computes alike.
 
-    The passes share the index, the time, the access counts and the query's own cues, tags and
-    terms; only the carried concepts differ. So the priors, the query's own lists and their array
-    entries are made once per recall. Never reuse one across recalls (the index may change).
+    The passes share the index, the time, the access counts, the filters and the query's own
+    cues, tags and terms; only the carried concepts differ. So the priors, which memories the
+    filters admit, the query's own lists and their array entries are made once per recall.
+    Never reuse one across recalls (the index may change).
 
     It also keeps the last pass's k-th best score: a later pass that only adds carried concepts
     starts pruning from it (:meth:`floor`).
@@ -159,6 +160,9 @@ class RecallMemo:
 
     priors: dict[int, float] = field(default_factory=dict)
     bonuses: dict[int, float] = field(default_factory=dict)  # the date/speaker bonus
+    # seq -> whether the filters admit it: the narrowing checks and the walk of both passes ask
+    # it of the same best candidates
+    admitted: dict[int, bool] = field(default_factory=dict)
     query_lists: list[_List] | None = None  # the query's own cue, tag and term lists
     own: frozenset[int] = frozenset()  # their ids (alive in the memo: unique while it is)
     entries: dict[int, Any] = field(default_factory=dict)  # id(list) -> its array entry
