@@ -956,7 +956,7 @@ def _priors(view: ArrayView, cand: Any, scorer: FastScorer, *, with_bonus: bool 
         prior = prior - scorer.w_freq * np.log1p(access)
     if with_bonus and scorer.bonus is not None:  # asked only for the few candidates left at the end
         seqs = view.seq_at[cand]
-        prior = prior + np.fromiter(map(scorer.bonus_of, seqs.tolist()), np.float64, len(seqs))
+        prior = prior + np.array(scorer.bonuses(seqs.tolist()), dtype=np.float64)
     return prior
 
 

@@ -235,6 +235,8 @@ def plan_query(
 
 def with_carried(plan: QueryPlan, expanded: Sequence[Carried], aliases: AliasTable) -> QueryPlan:
     """``plan`` with these carried cues (the query itself is not read again; explicit cues win)."""
+    if not expanded and not plan.expanded and not plan.expanded_concepts:
+        return plan  # nothing carried, before or now (a first pass): the plan as it is
     explicit = set(plan.flat_cues)
     carried = tuple(c for c in expanded if c.cue not in explicit)
     return replace(
@@ -420,7 +422,7 @@ def rank(
         count = access_counts.get(seq)
         return head(seq).access_count if count is None else count
 
-    boosts = _boosts(plan, cfg, head)
+    boosts = _boosts(plan, cfg, records)
     bonus = _bonus(boosts)
     fast = FastScorer(
         cfg,
@@ -431,6 +433,7 @@ def rank(
         sum(b.value for b in boosts),
         memo.priors,
         memo.bonuses,
+        _bonus_all(boosts),
     )
     if FastScorer.usable(cfg):
         ranked = _pass(index, plan, cfg, k, fast, prune, admitted, min_score, memo)
@@ -530,6 +533,7 @@ class _Boost(NamedTuple):
     name: str  # its name among a hit's score contributions
     value: float
     holds: Callable[[int], bool]  # seq -> does the bonus apply
+    held: Callable[[list[int]], list[bool]]  # ``holds`` of many memories at once
 
 
 def _heads(records: Mapping[int, MemoryRecord]) -> Callable[[int], RecordHead]:
@@ -539,7 +543,7 @@ def _heads(records: Mapping[int, MemoryRecord]) -> Callable[[int], RecordHead]:
 
 
 def _boosts(
-    plan: QueryPlan, cfg: RecallConfig, head: Callable[[int], RecordHead]
+    plan: QueryPlan, cfg: RecallConfig, records: Mapping[int, MemoryRecord]
 ) -> tuple[_Boost, ...]:
     """The bonuses this query gives: ``date`` when it names a day or a month (memories created
     then, or up to ``date_days_after`` days later), ``speaker`` when it names the speaker of
@@ -547,11 +551,13 @@ def _boosts(
     boosts = []
     if plan.period is not None and cfg.date_bonus:
         period = plan.period.stretched(cfg.date_days_after)  # once, not per candidate
-        boosts.append(_Boost("date", cfg.date_bonus, _created_within(period, head)))
+        holds = _created_within(period, _heads(records))
+        held = _all_created_within(period, records, holds)
+        boosts.append(_Boost("date", cfg.date_bonus, holds, held))
     if plan.speaker_turns and cfg.speaker_bonus:
         turns = plan.speaker_turns
-        holds = turns[0].__contains__ if len(turns) == 1 else lambda s: any(s in t for t in turns)
-        boosts.append(_Boost("speaker", cfg.speaker_bonus, holds))
+        spoke = turns[0].__contains__ if len(turns) == 1 else lambda s: any(s in t for t in turns)
+        boosts.append(_Boost("speaker", cfg.speaker_bonus, spoke, lambda s: list(map(spoke, s))))
     return tuple(boosts)
 
 
@@ -569,6 +575,34 @@ def _created_within(period: Period, head: Callable[[int], RecordHead]) -> Callab
         return bool(start <= stamp < end)
 
     return holds
+
+
+def _all_created_within(
+    period: Period, records: Mapping[int, MemoryRecord], holds: Callable[[int], bool]
+) -> Callable[[list[int]], list[bool]]:
+    """``holds`` (:func:`_created_within`) of many memories at once: from packed rows, their
+    creation stamps read in one pass (:meth:`RecordTable.stamps`) instead of a few calls per
+    memory (a date query asks it of ~1,000 candidates at 100k memories)."""
+    if not isinstance(records, RecordTable):
+        return lambda seqs: list(map(holds, seqs))
+    start, end, stamps = period.start.timestamp(), period.end.timestamp(), records.stamps
+    return lambda seqs: [
+        period.covers(stamp) if isinstance(stamp, datetime) else start <= stamp < end
+        for stamp in stamps(seqs)
+    ]
+
+
+def _bonus_all(boosts: Sequence[_Boost]) -> Callable[[list[int]], list[float]] | None:
+    """:func:`_bonus` of many memories at once (None when the query gives no bonus)."""
+    if not boosts:
+        return None
+    if len(boosts) == 1:
+        value, held = boosts[0].value, boosts[0].held
+        return lambda seqs: [value if h else 0.0 for h in held(seqs)]
+    return lambda seqs: [
+        sum(b.value for b, h in zip(boosts, each, strict=True) if h)
+        for each in zip(*(b.held(seqs) for b in boosts), strict=True)
+    ]
 
 
 def _bonus(boosts: Sequence[_Boost]) -> Callable[[int], float] | None:

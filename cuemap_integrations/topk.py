@@ -267,11 +267,13 @@ class FastScorer:
         bonus_max: float = 0.0,
         priors: dict[int, float] | None = None,
         bonuses: dict[int, float] | None = None,
+        bonus_all: Callable[[list[int]], list[float]] | None = None,
     ) -> None:
         w = cfg.weights
         self.cfg, self.docs, self.now_ts, self.access = cfg, docs, now_ts, access
         self.bonus = bonus  # the query's date/speaker bonus of a memory (>= 0), or None
         self.bonus_max = bonus_max  # the most ``bonus`` gives one memory
+        self.bonus_all = bonus_all  # ``bonus`` of many memories at once, or None
         self.w_cue, self.w_session, self.w_tag = w["cue"], w["session"], w["tag"]
         self.w_content, self.w_recency, self.w_freq = w["content"], w["recency"], w["frequency"]
         self.type_bonus = {name: w["type"] * p for name, p in cfg.type_priority.items()}
@@ -303,6 +305,13 @@ class FastScorer:
         if cached is None:
             cached = self._bonuses[seq] = self.bonus(seq)
         return cached
+
+    def bonuses(self, seqs: list[int]) -> list[float]:
+        """:meth:`bonus_of` of each of ``seqs``: in one call when the query gives ``bonus_all``
+        (the array path asks it of every candidate it scores in full)."""
+        if self.bonus_all is None or self.bonus is None:
+            return list(map(self.bonus_of, seqs))
+        return self.bonus_all(seqs)
 
     def _prior(self, seq: int) -> float:
         doc = self.docs[seq]
