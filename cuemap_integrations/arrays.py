@@ -723,7 +723,9 @@ def _ranked_walk(
         cand, score, tag_only = cand[keep], score[keep], tag_only[keep]
         if not len(cand):
             return {}
-    shift = float(score.max() - score.min()) + _BIG_SHIFT if tag_only.any() else 0.0
+    if not tag_only.any():
+        return _walk(view, cand, score, k, admitted)
+    shift = float(score.max() - score.min()) + _BIG_SHIFT
     return _walk(view, cand, np.where(tag_only, score - shift, score), k, admitted)
 
 
@@ -900,8 +902,9 @@ def _kth(view: ArrayView, cand: Any, lower: Any, k: int, admitted: Callable[[int
     while len(cand) >= k:
         top = np.argpartition(-lower, block - 1)[:block] if block < len(cand) else np.arange(block)
         found = 0
-        for at in top[np.lexsort((view.seq_at[cand[top]], -lower[top]))]:
-            if admitted(int(view.seq_at[cand[at]])):
+        ranked = top[np.lexsort((view.seq_at[cand[top]], -lower[top]))]
+        for at, seq in zip(ranked.tolist(), view.seq_at[cand[ranked]].tolist(), strict=True):
+            if admitted(seq):
                 found += 1
                 if found == k:
                     return float(lower[at])
@@ -949,7 +952,7 @@ def _priors(view: ArrayView, cand: Any, scorer: FastScorer, *, with_bonus: bool 
         prior = np.array(bonus)[view.type_code[cand]]
     if scorer.w_recency:
         age = np.maximum(scorer.now_ts - view.updated[cand], 0.0)
-        prior = prior + scorer.w_recency * np.exp2(-age * scorer.per_second)  # 0.5 ** x, faster
+        prior = prior + scorer.w_recency * np.exp2(age * -scorer.per_second)  # 0.5 ** x, faster
     if scorer.w_freq:
         seqs = view.seq_at[cand]
         access = np.fromiter((scorer.access(int(s)) for s in seqs), np.float64, len(seqs))
@@ -977,11 +980,10 @@ def _walk(
         order = np.lexsort((seqs, -key[chosen]))
         survivors: dict[int, None] = {}
         kth = -math.inf
-        for at in order:
-            value = float(key[chosen[at]])
+        values = key[chosen[order]].tolist()  # Python floats and ints: read one by one below
+        for value, seq in zip(values, seqs[order].tolist(), strict=True):
             if len(survivors) >= k and value < kth - _EPSILON:
                 return survivors
-            seq = int(seqs[at])
             if admitted(seq):
                 survivors[seq] = None
                 if len(survivors) == k:

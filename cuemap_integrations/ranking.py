@@ -448,7 +448,7 @@ def rank(
     carriers = _carriers(plan)
     hits = [
         _hit(seq, -neg, records[seq], ranked.sig, index, plan, cfg, now, access(seq),
-             tuple((b.name, b.value) for b in boosts if b.holds(seq)), carriers)
+             _given(boosts, seq), carriers)
         for _, neg, seq in rows
     ]  # fmt: skip
     return hits, _trace(plan, ranked.scored, hits)
@@ -534,6 +534,11 @@ class _Boost(NamedTuple):
     value: float
     holds: Callable[[int], bool]  # seq -> does the bonus apply
     held: Callable[[list[int]], list[bool]]  # ``holds`` of many memories at once
+
+
+def _given(boosts: Sequence[_Boost], seq: int) -> tuple[tuple[str, float], ...]:
+    """``(name, value)`` of each bonus memory ``seq`` gets (most queries give none)."""
+    return tuple((b.name, b.value) for b in boosts if b.holds(seq)) if boosts else ()
 
 
 def _heads(records: Mapping[int, MemoryRecord]) -> Callable[[int], RecordHead]:
