@@ -788,7 +788,8 @@ class CueMap:
             read = plan_query(query, index, self.aliases, extra_cues=extra_cues)  # read once
             speakers = self._threads.named_speakers(namespace, read.normalized)
             turns = self._threads.turns_by(namespace, speakers)
-            read = replace(read, speakers=speakers, speaker_turns=turns)
+            if speakers or turns:  # else the plan's own (empty) ones: no dataclass replace
+                read = replace(read, speakers=speakers, speaker_turns=turns)
             memo = RecallMemo()  # what both passes share: same time, counts and query words
 
             def ranked(

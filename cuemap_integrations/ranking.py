@@ -360,14 +360,15 @@ def _session_cues(
             held = first.get(at)
             if held is None or order < held[0]:
                 first[at] = (order, cue)
-    concepts = plan.expanded_concepts
-    return tuple(first[at][1] for at in sorted(first) if not _only_self(concepts[at], seq))
-
-
-def _only_self(concept: Concept, seq: int) -> bool:
-    """A carried cue that came from this memory alone and may not help it (feedback)."""
-    sources = concept.sources
-    return concept.self_factor == 0.0 and len(sources) == 1 and seq in sources
+    concepts, out = plan.expanded_concepts, []
+    for at in sorted(first):
+        concept = concepts[at]
+        sources = concept.sources
+        # a carried cue that came from this memory alone and may not help it (feedback)
+        if concept.self_factor == 0.0 and len(sources) == 1 and seq in sources:
+            continue
+        out.append(first[at][1])
+    return tuple(out)
 
 
 def _first_in(group: tuple[str, ...], present: set[str]) -> str:
