@@ -104,16 +104,22 @@ def test_carried_concepts_equal_the_reference_grouping(carried: list[Carried]) -
 def _reference_carry(
     cm: CueMap, query_cues: tuple[str, ...], hits: list[ranking.Hit], depth: int
 ) -> dict[str, tuple[float, list[str]]]:
-    cues: dict[str, tuple[float, list[str]]] = {cue: (1.0, [""]) for cue in query_cues}
+    """The cues a turn passes on, cue by cue (``CueMap._carry`` goes hit by hit): each one's
+    weight is the best of the query's 1.0 and the rounded shares of the hits carrying it, its
+    ids the query's and those hits', in order."""
     best = hits[0].score if hits else 0.0
+    lending = []  # (id, rounded share, cues) of each hit that lends its cues
     for hit in hits[:depth]:
         share = hit.score / best if best > 0 else 0.0
         if share < cm.config.session_min_share:
             break
-        for cue in cm._indexed_cues("default", hit.memory_id):
-            weight, sources = cues.get(cue, (0.0, []))
-            cues[cue] = (max(weight, round(share, 6)), [*sources, hit.memory_id])
-    return cues
+        lending.append((hit.memory_id, round(share, 6), cm._indexed_cues("default", hit.memory_id)))
+    out = {}
+    for cue in dict.fromkeys([*query_cues, *(c for _, _, cues in lending for c in cues)]):
+        asked = [(1.0, "")] if cue in query_cues else []
+        given = [(share, mid) for mid, share, cues in lending for c in cues if c == cue]
+        out[cue] = (max([0.0] + [w for w, _ in asked + given]), [mid for _, mid in asked + given])
+    return out
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
