@@ -901,9 +901,9 @@ def _kth(view: ArrayView, cand: Any, lower: Any, k: int, admitted: Callable[[int
     block = min(len(cand), max(2 * k, k + 16))
     while len(cand) >= k:
         top = np.argpartition(-lower, block - 1)[:block] if block < len(cand) else np.arange(block)
-        found = 0
-        ranked = top[np.lexsort((view.seq_at[cand[top]], -lower[top]))]
-        for at, seq in zip(ranked.tolist(), view.seq_at[cand[ranked]].tolist(), strict=True):
+        found, seqs = 0, view.seq_at[cand[top]]
+        order = np.lexsort((seqs, -lower[top]))
+        for at, seq in zip(top[order].tolist(), seqs[order].tolist(), strict=True):
             if admitted(seq):
                 found += 1
                 if found == k:

@@ -826,7 +826,8 @@ class CueMap:
             )
             linked = tuple(self._with_links(namespace, hit) for hit in hits)
             notes = self._notes(namespace, linked)
-        logger.debug("recall trace: %s", trace.as_dict())
+        if logger.isEnabledFor(logging.DEBUG):  # the dict is made for this log alone
+            logger.debug("recall trace: %s", trace.as_dict())
         return RecallResult(linked, trace if explain else None, notes)
 
     def _with_links(self, namespace: str, hit: Hit) -> Hit:
