@@ -473,7 +473,7 @@ def select(
     # The kernel at every size: on one store, query by query in turn with the NumPy path, its
     # CPU per recall was x0.937 of NumPy's at 500k memories and x0.888 at 1M (it had been kept
     # to 300k after an A/B against an older tree, which differed in more than the kernel).
-    described = _described(lists, cfg) if kernel.enabled() else None
+    described = _described(lists, cfg, _members(index)) if kernel.enabled() else None
     if described is not None:
         with view.scratch().lock:  # the kernel's output is the scratch's, until we return
             found = _compiled(view, described, cfg, scorer, k, admitted, floor)
@@ -491,14 +491,32 @@ class _Described(NamedTuple):
     lists: kernel._Descriptors
 
 
-def _described(lists: Sequence[_List], cfg: RecallConfig) -> _Described | None:
+def _described(
+    lists: Sequence[_List], cfg: RecallConfig, memo: dict[Any, Any] | None = None
+) -> _Described | None:
     """The lists described for the kernel; None when a list's gain is one the kernel does not
-    know (the NumPy path handles it)."""
+    know (the NumPy path handles it). ``memo``: see :func:`kernel.describe`."""
     ordered, units = _units(lists)
-    described = kernel.describe(ordered)
+    described = kernel.describe(ordered, memo)
     if described is None or not cfg.session_saturation > 0:
         return None
     return _Described(ordered, units, described)
+
+
+_MEMBERS_MAX = 4096  # lists whose member descriptors an index keeps (see _members)
+
+
+def _members(index: NamespaceIndex) -> dict[Any, Any]:
+    """The index's memo of the kernel's member descriptors, kept in ``index.derived`` so that
+    any posting change drops it (a posting buffer may move then); started over past
+    :data:`_MEMBERS_MAX` lists."""
+    memo: dict[Any, Any] = index.derived.setdefault(_MEMBERS_KEY, {})
+    if len(memo) >= _MEMBERS_MAX:
+        memo.clear()
+    return memo
+
+
+_MEMBERS_KEY = ("kernel", "members")
 
 
 def _exact(
@@ -699,7 +717,9 @@ def _ranked_walk(
         cand, score, tag_only = cand[keep], score[keep], tag_only[keep]
         if not len(cand):
             return {}
-    shift = float(score.max() - score.min()) + _BIG_SHIFT if tag_only.any() else 0.0
+    if not tag_only.any():
+        return _walk(view, cand, score, k, admitted)
+    shift = float(score.max() - score.min()) + _BIG_SHIFT
     return _walk(view, cand, np.where(tag_only, score - shift, score), k, admitted)
 
 
@@ -875,9 +895,10 @@ def _kth(view: ArrayView, cand: Any, lower: Any, k: int, admitted: Callable[[int
     block = min(len(cand), max(2 * k, k + 16))
     while len(cand) >= k:
         top = np.argpartition(-lower, block - 1)[:block] if block < len(cand) else np.arange(block)
-        found = 0
-        for at in top[np.lexsort((view.seq_at[cand[top]], -lower[top]))]:
-            if admitted(int(view.seq_at[cand[at]])):
+        found, seqs = 0, view.seq_at[cand[top]]
+        order = np.lexsort((seqs, -lower[top]))
+        for at, seq in zip(top[order].tolist(), seqs[order].tolist(), strict=True):
+            if admitted(seq):
                 found += 1
                 if found == k:
                     return float(lower[at])
@@ -918,18 +939,21 @@ def _saturated(raw: Any, cfg: RecallConfig) -> Any:
 def _priors(view: ArrayView, cand: Any, scorer: FastScorer, *, with_bonus: bool = False) -> Any:
     np = _np()
     names = sorted(view.type_codes, key=view.type_codes.__getitem__)
-    bonus = np.array([scorer.type_bonus.get(name, 0.0) for name in names] or [0.0])
-    prior = bonus[view.type_code[cand]]
+    bonus = [scorer.type_bonus.get(name, 0.0) for name in names] or [0.0]
+    if bonus.count(bonus[0]) == len(bonus):  # one type bonus for all: no per-slot read
+        prior = np.full(len(cand), bonus[0])
+    else:
+        prior = np.array(bonus)[view.type_code[cand]]
     if scorer.w_recency:
         age = np.maximum(scorer.now_ts - view.updated[cand], 0.0)
-        prior = prior + scorer.w_recency * np.exp2(-age * scorer.per_second)  # 0.5 ** x, faster
+        prior = prior + scorer.w_recency * np.exp2(age * -scorer.per_second)  # 0.5 ** x, faster
     if scorer.w_freq:
         seqs = view.seq_at[cand]
         access = np.fromiter((scorer.access(int(s)) for s in seqs), np.float64, len(seqs))
         prior = prior - scorer.w_freq * np.log1p(access)
     if with_bonus and scorer.bonus is not None:  # asked only for the few candidates left at the end
         seqs = view.seq_at[cand]
-        prior = prior + np.fromiter(map(scorer.bonus_of, seqs.tolist()), np.float64, len(seqs))
+        prior = prior + np.array(scorer.bonuses(seqs.tolist()), dtype=np.float64)
     return prior
 
 
@@ -950,11 +974,10 @@ def _walk(
         order = np.lexsort((seqs, -key[chosen]))
         survivors: dict[int, None] = {}
         kth = -math.inf
-        for at in order:
-            value = float(key[chosen[at]])
+        values = key[chosen[order]].tolist()  # Python floats and ints: read one by one below
+        for value, seq in zip(values, seqs[order].tolist(), strict=True):
             if len(survivors) >= k and value < kth - _EPSILON:
                 return survivors
-            seq = int(seqs[at])
             if admitted(seq):
                 survivors[seq] = None
                 if len(survivors) == k:

@@ -178,12 +178,13 @@ class _Descriptors:
     """The packed descriptors of some lists (see ``_kernel.c``) and the buffers they point at
     (kept alive here: a one-posting list's buffers are made on the spot)."""
 
-    __slots__ = ("doubles", "ints", "keep", "lists", "members", "postings")
+    __slots__ = ("doubles", "ints", "keep", "lists", "members", "memo", "postings")
 
-    def __init__(self) -> None:
+    def __init__(self, memo: dict[Any, _Members] | None = None) -> None:
         self.ints, self.doubles, self.members = array("q"), array("d"), array("q")
         self.keep: list[Any] = []
         self.lists = self.postings = 0
+        self.memo = memo
 
     def add(self, lst: _List) -> bool:
         """Describe ``lst``; False when its gain is neither constant nor BM25."""
@@ -197,8 +198,17 @@ class _Descriptors:
             self.doubles.extend((gain.value, gain.special_value, 0.0, 0.0, 0.0))
         else:
             return False
-        for postings in lst.postings:
-            self.member(postings)
+        memo, keys = self.memo, lst.keys
+        if memo is None or not keys or len(keys) != len(lst.postings):
+            for postings in lst.postings:
+                self.member(postings)
+        else:
+            held = memo.get(keys)
+            if held is None:
+                held = memo[keys] = _Members.of(lst.postings)
+            self.members.extend(held.members)
+            self.postings += held.postings
+            self.keep.append(held)  # its buffers
         self.lists += 1
         return True
 
@@ -220,9 +230,32 @@ class _Descriptors:
         self.keep.append(seqs)
 
 
-def describe(lists: Sequence[_List]) -> _Descriptors | None:
-    """The descriptors of ``lists``; None when one has a gain the kernel does not know."""
-    described = _Descriptors()
+class _Members(NamedTuple):
+    """The packed member descriptors of one list's posting lists, and the buffers they point at."""
+
+    members: array[int]
+    keep: list[Any]
+    postings: int
+
+    @classmethod
+    def of(cls, postings: Sequence[Postings]) -> _Members:
+        described = _Descriptors()
+        for member in postings:
+            described.member(member)
+        return cls(described.members, described.keep, described.postings)
+
+
+def describe(
+    lists: Sequence[_List], memo: dict[Any, _Members] | None = None
+) -> _Descriptors | None:
+    """The descriptors of ``lists``; None when one has a gain the kernel does not know.
+
+    ``memo`` keeps each list's member descriptors by its index keys (the buffer addresses of
+    its posting lists): it must be dropped whenever a posting changes, like
+    ``NamespaceIndex.derived`` (a buffer may move then). Every pass of a recall describes the
+    query's own lists again and the feedback pass carries some fifty concepts that come back
+    recall after recall."""
+    described = _Descriptors(memo)
     for lst in lists:
         if not described.add(lst):
             return None

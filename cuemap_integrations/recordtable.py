@@ -26,7 +26,7 @@ from collections.abc import Iterable, Iterator, MutableMapping
 from dataclasses import MISSING, fields
 from datetime import datetime, timezone
 from itertools import chain, compress, repeat
-from operator import is_not
+from operator import attrgetter, is_not
 from typing import Any, NamedTuple, Protocol
 
 from .records import CueOrigin, JSONValue, MemoryRecord, MemoryType
@@ -130,6 +130,9 @@ class Row(NamedTuple):
             return False
         expires = self.field("expires_at")
         return expires is not None and expires <= now
+
+
+_STAMP = attrgetter("stamp")
 
 
 def interned(strings: Iterable[str]) -> tuple[str, ...]:
@@ -316,3 +319,8 @@ class RecordTable(MutableMapping[int, MemoryRecord]):
         if row is None or seq < 0:
             raise KeyError(seq)
         return row
+
+    def stamps(self, seqs: Iterable[int]) -> list[float | datetime]:
+        """The :attr:`Row.stamp` (``created_at``) of each of ``seqs``, read in one C-level pass
+        (no Python call per row)."""
+        return list(map(_STAMP, map(self._rows.__getitem__, seqs)))

@@ -1313,6 +1313,8 @@ class CueLexicon:
         Returns:
             The matched cue strings.
         """
+        if not self._keys:  # an empty lexicon (e.g. the tags of a store without any)
+            return []
         units = query_units(query)
         found: dict[str, None] = {}
         resume = 0

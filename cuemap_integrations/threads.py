@@ -10,6 +10,7 @@ is its speaker: a query naming one prefers that speaker's turns (``speaker_bonus
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
@@ -83,7 +84,7 @@ class Threads:
             sorted(
                 speaker
                 for speaker in self._speakers.get(namespace, {})
-                if re.search(rf"(?<!\w){re.escape(speaker)}(?!\w)", normalized_query)
+                if _name_pattern(speaker).search(normalized_query)
             )
         )
 
@@ -131,3 +132,10 @@ class Threads:
                     for term, tf in zip(neighbour.term_names, neighbour.term_counts, strict=True):
                         context[term] = context.get(term, 0.0) + weight * tf
             index.set_context(seq, context)
+
+
+@functools.lru_cache(maxsize=4096)
+def _name_pattern(speaker: str) -> re.Pattern[str]:
+    """The speaker's name as a whole word: made once per name, where every recall asked the
+    ``re`` module's cache again for each speaker of the namespace (with the name escaped)."""
+    return re.compile(rf"(?<!\w){re.escape(speaker)}(?!\w)")

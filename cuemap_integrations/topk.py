@@ -150,9 +150,10 @@ def _found(index: NamespaceIndex, kinds: tuple[str, ...], members: tuple[str, ..
 class RecallMemo:
     """What every pass of one recall (the first and the feedback pass) computes alike.
 
-    The passes share the index, the time, the access counts and the query's own cues, tags and
-    terms; only the carried concepts differ. So the priors, the query's own lists and their array
-    entries are made once per recall. Never reuse one across recalls (the index may change).
+    The passes share the index, the time, the access counts, the filters and the query's own
+    cues, tags and terms; only the carried concepts differ. So the priors, which memories the
+    filters admit, the query's own lists and their array entries are made once per recall.
+    Never reuse one across recalls (the index may change).
 
     It also keeps the last pass's k-th best score: a later pass that only adds carried concepts
     starts pruning from it (:meth:`floor`).
@@ -160,6 +161,9 @@ class RecallMemo:
 
     priors: dict[int, float] = field(default_factory=dict)
     bonuses: dict[int, float] = field(default_factory=dict)  # the date/speaker bonus
+    # seq -> whether the filters admit it: the narrowing checks and the walk of both passes ask
+    # it of the same best candidates
+    admitted: dict[int, bool] = field(default_factory=dict)
     query_lists: list[_List] | None = None  # the query's own cue, tag and term lists
     own: frozenset[int] = frozenset()  # their ids (alive in the memo: unique while it is)
     entries: dict[int, Any] = field(default_factory=dict)  # id(list) -> its array entry
@@ -264,12 +268,14 @@ class FastScorer:
         bonus_max: float = 0.0,
         priors: dict[int, float] | None = None,
         bonuses: dict[int, float] | None = None,
+        bonus_all: Callable[[list[int]], list[float]] | None = None,
     ) -> None:
         w = cfg.weights
         self.cfg, self.now_ts, self.access = cfg, now_ts, access
         self.columns = docs.columns  # the memories' type and last update, by seq
         self.bonus = bonus  # the query's date/speaker bonus of a memory (>= 0), or None
         self.bonus_max = bonus_max  # the most ``bonus`` gives one memory
+        self.bonus_all = bonus_all  # ``bonus`` of many memories at once, or None
         self.w_cue, self.w_session, self.w_tag = w["cue"], w["session"], w["tag"]
         self.w_content, self.w_recency, self.w_freq = w["content"], w["recency"], w["frequency"]
         self.type_bonus = {name: w["type"] * p for name, p in cfg.type_priority.items()}
@@ -301,6 +307,13 @@ class FastScorer:
         if cached is None:
             cached = self._bonuses[seq] = self.bonus(seq)
         return cached
+
+    def bonuses(self, seqs: list[int]) -> list[float]:
+        """:meth:`bonus_of` of each of ``seqs``: in one call when the query gives ``bonus_all``
+        (the array path asks it of every candidate it scores in full)."""
+        if self.bonus_all is None or self.bonus is None:
+            return list(map(self.bonus_of, seqs))
+        return self.bonus_all(seqs)
 
     def _prior(self, seq: int) -> float:
         columns = self.columns

@@ -1,0 +1,219 @@
+"""The shortcuts recall takes per query equal the plain computations they replace (differential
+tests against reference implementations written out here): explanations' session cues,
+carried concepts, feedback cues, date/speaker bonuses of many memories at once, and the
+kernel's memoized list descriptors (which must follow every posting change)."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cuemap_integrations import CueMap, arrays, kernel, ranking, topk
+from cuemap_integrations.aliases import AliasTable
+from cuemap_integrations.config import RecallConfig
+from cuemap_integrations.ranking import QUERY_SOURCE, Carried, Concept, QueryPlan, plan_query
+
+from ..conftest import T0, FakeClock
+from .test_kernel import _carried, _edit
+from .test_topk import QUERIES, SEEDS, build
+
+VOCABULARY = ["meeting", "meetings", "meet", "会议", "cache", "caches", "redis", "team", "lunch"]
+SOURCES = st.frozensets(st.sampled_from([QUERY_SOURCE, 1, 2, 3]), min_size=1, max_size=2)
+FACTORS = st.sampled_from([None, 0.0, 0.5])
+
+
+def _reference_session_cues(plan: QueryPlan, carried: set[str], seq: int) -> tuple[str, ...]:
+    """Each carried concept the memory matches, in plan order, by its first member the memory
+    carries, except a concept only this memory gave with no self help (the first-member search
+    per concept that ``ranking._carriers`` replaced)."""
+    out = []
+    for concept in plan.expanded_concepts:
+        if carried.isdisjoint(concept.members):
+            continue
+        alone = concept.self_factor == 0.0 and concept.sources == frozenset({seq})
+        if not alone:
+            out.append(next(cue for cue in concept.members if cue in carried))
+    return tuple(out)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    concepts=st.lists(
+        st.tuples(st.lists(st.sampled_from(VOCABULARY), min_size=1, max_size=4), SOURCES, FACTORS),
+        max_size=8,
+    ),
+    cues=st.lists(st.sampled_from(VOCABULARY), max_size=6),
+    tags=st.lists(st.sampled_from(VOCABULARY), max_size=2),
+    seq=st.sampled_from([1, 2, 3]),
+)
+def test_session_cues_by_rank_equal_the_first_member_search(
+    concepts: list[tuple[list[str], frozenset[int], float | None]],
+    cues: list[str],
+    tags: list[str],
+    seq: int,
+) -> None:
+    plan = QueryPlan(
+        query="", normalized="", cues=(), expanded=(), tags=(), terms=(),
+        expanded_concepts=tuple(Concept(tuple(m), 1.0, src, f) for m, src, f in concepts),
+    )  # fmt: skip
+    carriers = ranking._carriers(plan)
+    got = ranking._session_cues(plan, carriers, tuple(cues) + tuple(tags), seq)
+    assert got == _reference_session_cues(plan, set(cues) | set(tags), seq)
+
+
+def _reference_weighted_concepts(
+    carried: list[Carried], aliases: AliasTable
+) -> tuple[Concept, ...]:
+    """The grouping ``ranking._weighted_concepts`` replaced (a new set of sources per cue)."""
+    groups: dict[object, tuple[dict[str, None], float, frozenset[int], float | None]] = {}
+    for item in carried:
+        key, members = aliases.concept(item.cue)
+        names, best, sources, factor = groups.get(key, ({}, 0.0, frozenset(), item.self_factor))
+        names.update(dict.fromkeys((item.cue, *members)))
+        if item.weight > best:
+            factor = item.self_factor
+        groups[key] = (names, max(best, item.weight), sources | item.sources, factor)
+    return tuple(Concept(tuple(n), w, src, f) for n, w, src, f in groups.values())
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    carried=st.lists(
+        st.builds(
+            Carried,
+            st.sampled_from(VOCABULARY),
+            st.sampled_from([0.0, 0.3, 0.5, 1.0]),
+            SOURCES,
+            FACTORS,
+        ),
+        max_size=10,
+    )
+)
+def test_carried_concepts_equal_the_reference_grouping(carried: list[Carried]) -> None:
+    aliases = AliasTable([*RecallConfig().aliases, ("cache", "redis")])
+    assert ranking._weighted_concepts(carried, aliases) == _reference_weighted_concepts(
+        carried, aliases
+    )
+
+
+def _reference_carry(
+    cm: CueMap, query_cues: tuple[str, ...], hits: list[ranking.Hit], depth: int
+) -> dict[str, tuple[float, list[str]]]:
+    """The cues a turn passes on, cue by cue (``CueMap._carry`` goes hit by hit): each one's
+    weight is the best of the query's 1.0 and the rounded shares of the hits carrying it, its
+    ids the query's and those hits', in order."""
+    best = hits[0].score if hits else 0.0
+    lending = []  # (id, rounded share, cues) of each hit that lends its cues
+    for hit in hits[:depth]:
+        share = hit.score / best if best > 0 else 0.0
+        if share < cm.config.session_min_share:
+            break
+        lending.append((hit.memory_id, round(share, 6), cm._indexed_cues("default", hit.memory_id)))
+    out = {}
+    for cue in dict.fromkeys([*query_cues, *(c for _, _, cues in lending for c in cues)]):
+        asked = [(1.0, "")] if cue in query_cues else []
+        given = [(share, mid) for mid, share, cues in lending for c in cues if c == cue]
+        out[cue] = (max([0.0] + [w for w, _ in asked + given]), [mid for _, mid in asked + given])
+    return out
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_feedback_cues_equal_the_reference(seed: int) -> None:
+    cm = build(seed, 200)
+    for query in ("order cache team", "caroline painting festival", "订单 超时", "the beach"):
+        result = cm.recall(query, k=8, explain=True)
+        trace, hits = result.trace, list(result.hits)
+        assert trace is not None
+        depth = cm.config.feedback_hits
+        expected = _reference_carry(cm, trace.query_cues, hits, depth)
+        assert cm._carry("default", trace.query_cues, hits, depth) == expected
+        assert cm._feedback("default", trace, hits) == [
+            cm._carried("default", cue, weight * cm.config.feedback_weight, ids)._replace(
+                self_factor=0.0
+            )
+            for cue, (weight, ids) in expected.items()
+        ]
+
+
+def _dated_store(seed: int) -> CueMap:
+    """Memories created over two months, some at moments that stay datetimes in their rows
+    (a fold), and transcript turns of two speakers."""
+    rnd = random.Random(seed)
+    cm = CueMap(clock=FakeClock(T0), config={"dedupe": False})
+    start = datetime(2023, 5, 1, tzinfo=timezone.utc)
+    items = []
+    for i in range(120):
+        created = start + timedelta(hours=rnd.randint(0, 24 * 60))
+        if rnd.random() < 0.2:
+            created = created.replace(fold=1)
+        speaker = rnd.choice(["Caroline", "Melanie"])
+        words = " ".join(rnd.choice(VOCABULARY[4:]) for _ in range(4))
+        items.append(
+            {"content": f"{speaker}: {words}", "memory_id": f"m{i}", "created_at": created}
+        )
+    cm.add_many(items)
+    return cm
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("query", ["what did Caroline say on 8 May 2023", "team in May 2023"])
+def test_bonuses_of_many_memories_equal_the_bonus_of_each(seed: int, query: str) -> None:
+    cm = _dated_store(seed)
+    index = cm._indexes["default"]
+    plan = plan_query(query, index, cm.aliases)
+    seqs = list(index.docs)
+    turns = (frozenset(seqs[::3]),), (frozenset(seqs[::3]), frozenset(seqs[1::4]))
+    for speaker_turns in ((), *turns):
+        asked = dataclasses.replace(plan, speaker_turns=speaker_turns)
+        for records in (cm._records, {seq: cm._records[seq] for seq in seqs}):
+            boosts = ranking._boosts(asked, cm.config, records)
+            one, many = ranking._bonus(boosts), ranking._bonus_all(boosts)
+            assert (one is None) == (many is None) == (not boosts)
+            if one is not None and many is not None:
+                assert many(seqs) == [one(seq) for seq in seqs]
+                assert any(many(seqs))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=SEEDS,
+    query=QUERIES,
+    edits=st.lists(
+        st.tuples(st.sampled_from(["delete", "update", "readd", "add"]), st.integers(0, 299)),
+        max_size=6,
+    ),
+)
+def test_memoized_list_descriptors_read_what_fresh_ones_read_after_edits(
+    seed: int, query: list[str], edits: list[tuple[str, int]]
+) -> None:
+    """The member descriptors kept in ``index.derived`` give the kernel the same postings as
+    descriptors made anew, and every posting change drops them (a buffer may move)."""
+    if not kernel.available():
+        pytest.skip("the compiled kernel is not built")
+    cm = build(seed % 3, 300)
+    rnd = random.Random(seed)
+    for op, i in [("", 0), *edits]:
+        if op:
+            _edit(cm, rnd, op, i)  # a memo that survives it must still read the same postings
+        index = cm._indexes["default"]
+        plan = plan_query(" ".join(query), index, cm.aliases)
+        lists = topk.RecallMemo().lists(index, plan, cm.config) + _carried(cm, rnd)
+        seqs = list(index.docs)
+        lengths = [index.docs[seq].length for seq in seqs]
+        fresh = kernel.describe(lists)
+        assert fresh is not None
+        expected = kernel.evidence(fresh, range(fresh.lists), seqs, lengths)
+        for _ in range(2):  # made into the memo, then read from it
+            held = kernel.describe(lists, arrays._members(index))
+            assert held is not None
+            assert (held.ints, held.doubles, held.lists, held.postings) == (
+                fresh.ints, fresh.doubles, fresh.lists, fresh.postings
+            )  # fmt: skip
+            assert kernel.evidence(held, range(held.lists), seqs, lengths) == expected
+    cm.add("order cache redis and a word never seen", memory_id="fresh")  # new postings
+    assert arrays._MEMBERS_KEY not in cm._indexes["default"].derived
