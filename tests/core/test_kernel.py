@@ -86,6 +86,13 @@ def numpy_ranked(cm: CueMap, query: str, k: int, narrow: bool, **filters: object
         return by_arrays(cm, query, k, narrow, **filters)
 
 
+def edit_lists(most: int) -> st.SearchStrategy[list[tuple[str, int]]]:
+    """Up to ``most`` edits ``(op, i)`` of the memories of a :func:`build` store (see
+    :func:`_edit`)."""
+    ops = st.sampled_from(["delete", "update", "readd", "add"])
+    return st.lists(st.tuples(ops, st.integers(0, 299)), max_size=most)
+
+
 def _edit(cm: CueMap, rnd: random.Random, op: str, i: int) -> None:
     """Delete, re-add, update or add memory ``m{i}`` (tag-only matches come from new tags)."""
     words = " ".join(rnd.choice(WORDS) for _ in range(rnd.randint(1, 6)))
@@ -109,10 +116,7 @@ def _edit(cm: CueMap, rnd: random.Random, op: str, i: int) -> None:
     query=QUERIES,
     k=st.one_of(KS, st.just(1000)),  # 1000: more than the store holds
     types=TYPE_FILTERS,
-    edits=st.lists(
-        st.tuples(st.sampled_from(["delete", "update", "readd", "add"]), st.integers(0, 299)),
-        max_size=12,
-    ),
+    edits=edit_lists(12),
     narrow=st.booleans(),
 )
 @example(seed=0, query=["the"], k=3, types=None, edits=[], narrow=True)  # stop words only
@@ -187,10 +191,7 @@ def _dense_sums(cm: CueMap, lists: list[_List], block: int) -> tuple[list[float]
 @given(
     seed=SEEDS,
     query=QUERIES,
-    edits=st.lists(
-        st.tuples(st.sampled_from(["delete", "update", "readd", "add"]), st.integers(0, 299)),
-        max_size=12,
-    ),
+    edits=edit_lists(12),
     block=st.sampled_from([1, 2, 7, 64, 299]),
 )
 def test_dense_sums_block_by_block_are_the_whole_lists_sums_bit_for_bit(

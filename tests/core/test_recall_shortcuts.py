@@ -19,7 +19,7 @@ from cuemap_integrations.config import RecallConfig
 from cuemap_integrations.ranking import QUERY_SOURCE, Carried, Concept, QueryPlan, plan_query
 
 from ..conftest import T0, FakeClock
-from .test_kernel import _carried, _edit
+from .test_kernel import _carried, _edit, edit_lists
 from .test_topk import QUERIES, SEEDS, build
 
 VOCABULARY = ["meeting", "meetings", "meet", "会议", "cache", "caches", "redis", "team", "lunch"]
@@ -183,10 +183,7 @@ def test_bonuses_of_many_memories_equal_the_bonus_of_each(seed: int, query: str)
 @given(
     seed=SEEDS,
     query=QUERIES,
-    edits=st.lists(
-        st.tuples(st.sampled_from(["delete", "update", "readd", "add"]), st.integers(0, 299)),
-        max_size=6,
-    ),
+    edits=edit_lists(6),
 )
 def test_memoized_list_descriptors_read_what_fresh_ones_read_after_edits(
     seed: int, query: list[str], edits: list[tuple[str, int]]
