@@ -102,6 +102,22 @@ static int known_list(const int64_t *li) {
            li[L_GAIN] <= GAIN_TERM;
 }
 
+/* Whether the first n_lists list descriptors and their members are well formed: known codes,
+ * no negative member count, at most INT32_MAX lists (a cell's mark holds a list number).
+ * Returns how many members they have, or E_TYPE. */
+static int64_t check_lists(int64_t n_lists, const int64_t *list_ints, const int64_t *member_ints) {
+    int64_t n_members = 0;
+    if (n_lists > INT32_MAX) return E_TYPE;
+    for (int64_t l = 0; l < n_lists; l++) {
+        const int64_t *li = list_ints + l * LIST_INTS;
+        if (!known_list(li) || li[L_MEMBERS] < 0) return E_TYPE;
+        for (int64_t m = 0; m < li[L_MEMBERS]; m++)
+            if (check_member(member_ints + (n_members + m) * MEMBER_INTS) != 0) return E_TYPE;
+        n_members += li[L_MEMBERS];
+    }
+    return n_members;
+}
+
 /* One list, ready for its postings to be added. */
 typedef struct {
     int32_t list;     /* its number: a cell's mark is 1 + the last list that reached it */
@@ -202,27 +218,20 @@ static int64_t first_left(const int64_t *member_ints, int64_t n_members, const i
     return low;
 }
 
-/* Sum the first n_lists lists over every slot they reach, `block` seqs at a time: each list's
- * postings of the block's seqs, in list and member order, then the next block (from the
- * lowest seq left: a namespace's seqs may be sparse among the store's). Every cell
- * gets the same additions in the same order as when each list is added whole, so the sums
- * are the same floats; but a block's cells stay in the cache while every list adds to them,
- * where each long list added whole streams the whole namespace's cells (32 bytes a slot)
- * again, missing the cache on nearly every posting in a large namespace. Returns how many
- * slots are reached, or a negative code. */
-static int64_t add_blocked(Scratch *s, int64_t n_lists, const int64_t *list_ints,
-                           const double *list_doubles, const double *w,
+/* Sum the first n_lists lists (checked: n_members members) over every slot they reach,
+ * `block` seqs at a time: each list's postings of the block's seqs, in list and member order,
+ * then the next block (from the lowest seq left: a namespace's seqs may be sparse among the
+ * store's). Every cell gets the same additions in the same order as when each list is added
+ * whole, so the sums are the same floats; but a block's cells stay in the cache while every
+ * list adds to them, where each long list added whole streams the whole namespace's cells (32
+ * bytes a slot) again, missing the cache on nearly every posting in a large namespace.
+ * Returns how many slots are reached, or a negative code. */
+static int64_t add_blocked(Scratch *s, int64_t n_lists, int64_t n_members,
+                           const int64_t *list_ints, const double *list_doubles, const double *w,
                            const int64_t *member_ints, const int64_t *slot_by_seq,
                            int64_t n_seqs, const double *length, int64_t block) {
-    int64_t n_members = 0, touched = 0;
+    int64_t touched = 0;
     if (block < 1) return E_TYPE;
-    for (int64_t l = 0; l < n_lists; l++) {
-        const int64_t *li = list_ints + l * LIST_INTS;
-        if (!known_list(li) || l >= INT32_MAX || li[L_MEMBERS] < 0) return E_TYPE;
-        for (int64_t m = 0; m < li[L_MEMBERS]; m++)
-            if (check_member(member_ints + (n_members + m) * MEMBER_INTS) != 0) return E_TYPE;
-        n_members += li[L_MEMBERS];
-    }
     int64_t *next = calloc((size_t)(n_members > 0 ? n_members : 1), sizeof *next);
     if (!next) return E_MEMORY;
     while (touched >= 0) {
@@ -316,9 +325,9 @@ static int64_t collect(Scratch *s, const Output *o, const Evidence *e) {
  * list_ints / list_doubles: LIST_INTS / LIST_DOUBLES values per list; member_ints:
  * MEMBER_INTS per member, the members of list 0 first. weights: w_cue, w_tag, w_content,
  * w_session, session cap, session-only factor. block: seqs per block of the dense sums
- * (add_blocked). cells / bits: `size` slots, all zero (left all zero). Output: the reached slots ascending with their evidence (the score's
- * query-dependent part), jump and tag-only flag, at most o_cap rows. Returns the number of
- * rows, or a negative code.
+ * (add_blocked). cells / bits: `size` slots, all zero (left all zero). Output: the reached
+ * slots ascending with their evidence (the score's query-dependent part), jump and tag-only
+ * flag, at most o_cap rows. Returns the number of rows, or a negative code.
  */
 int64_t cm_accumulate(int64_t n_lists, const int64_t *list_ints, const double *list_doubles,
                       const int64_t *member_ints, const int64_t *slot_by_seq, int64_t n_seqs,
@@ -340,26 +349,24 @@ int64_t cm_accumulate(int64_t n_lists, const int64_t *list_ints, const double *l
         }
         bits[slot >> 6] |= UINT64_C(1) << (slot & 63);
     }
+    int64_t n_members = code == 0 ? check_lists(n_lists, list_ints, member_ints) : 0;
+    if (n_members < 0) code = n_members;
     if (n_cand < 0 && code == 0) {
-        int64_t got = add_blocked(&s, n_lists, list_ints, list_doubles, weights, member_ints,
-                                  slot_by_seq, n_seqs, length, block);
+        int64_t got = add_blocked(&s, n_lists, n_members, list_ints, list_doubles, weights,
+                                  member_ints, slot_by_seq, n_seqs, length, block);
         code = got < 0 ? got : 0;
         touched = got < 0 ? touched : got;
     }
     for (int64_t l = 0; l < n_lists && n_cand >= 0 && code == 0; l++) {
         const int64_t *li = list_ints + l * LIST_INTS;
         const double *ld = list_doubles + l * LIST_DOUBLES;
-        if (!known_list(li) || l >= INT32_MAX) {
-            code = E_TYPE;
-            break;
-        }
         for (int64_t m = 0; m < li[L_MEMBERS]; m++, mi += MEMBER_INTS) {
-            int64_t got = check_member(mi), count = mi[M_COUNT];
+            int64_t got, count = mi[M_COUNT];
             List list = list_of((int32_t)l, li, ld, weights, mi);
-            if (got == 0 && count > 8 * n_cand) {
+            if (count > 8 * n_cand) {
                 probe_member(&s, &list, count, n_cand, cand_slots, cand_seqs, length);
                 got = touched;
-            } else if (got == 0) {
+            } else {
                 int64_t from = 0;
                 got = add_run(&s, touched, &list, &from, count, INT64_MAX, 1, slot_by_seq,
                               n_seqs, length);
@@ -454,13 +461,11 @@ int64_t cm_evidence(int64_t n_lists, const int64_t *list_ints, const double *lis
                     const int64_t *seqs, const double *lengths, double *o_raw, uint8_t *o_held) {
     int64_t *first = malloc((size_t)(n_lists > 0 ? n_lists : 1) * sizeof *first), at = 0;
     if (!first) return E_MEMORY;
-    int64_t code = n_lists < 0 || n < 0 ? E_TYPE : 0;
+    int64_t code = n_lists < 0 || n < 0 ? E_TYPE : check_lists(n_lists, list_ints, member_ints);
+    code = code < 0 ? code : 0;
     for (int64_t l = 0; l < n_lists && code == 0; l++) {
-        const int64_t *li = list_ints + l * LIST_INTS;
         first[l] = at;
-        if (!known_list(li)) code = E_TYPE;
-        for (int64_t m = 0; m < li[L_MEMBERS] && code == 0; m++, at++)
-            code = check_member(member_ints + at * MEMBER_INTS);
+        at += list_ints[l * LIST_INTS + L_MEMBERS];
     }
     for (int64_t i = 0; code == 0 && i < n_order; i++)
         if (order[i] < 0 || order[i] >= n_lists) code = E_TYPE;

@@ -356,9 +356,7 @@ def _int64s(arrays: tuple[Any, Any], count: int) -> tuple[int, int]:
 
 def union_size(view: ArrayView, postings: Sequence[Postings]) -> int:
     """How many memories hold at least one of ``postings`` (one C call, no mirror made)."""
-    described = _Descriptors()
-    for member in postings:
-        described.member(member)
+    described = _Members.of(postings)  # keeps the buffers alive for the call
     scratch, members = view.scratch(), described.members.buffer_info()[0]
     seq_map, size = scratch.view_addresses(view)[0], _slots(view, scratch)
     return _checked(

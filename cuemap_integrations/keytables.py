@@ -2,28 +2,24 @@
 
 Each holds one entry per memory, so a per-entry object shows in the store's memory per memory:
 :class:`SeqOf` keeps ``(namespace, memory_id) -> seq`` as one dict per namespace (no key tuple
-per memory, about 70 bytes), :class:`SeqsByKey` keeps a key's one sequence number as the
-number itself (a one-element tuple would cost about 60 bytes), and :class:`SeqsByDigest`, its
-form for the store's content keys (16-byte digests), keeps no object per memory at all.
+per memory, about 70 bytes), and :class:`SeqsByDigest` keeps the store's content keys
+(16-byte digests) with no object per memory at all.
 
 Example:
     >>> ids = SeqOf()
     >>> ids[("default", "m1")] = 7
     >>> ids.get(("default", "m1")), ("default", "m2") in ids, list(ids)
     (7, False, [('default', 'm1')])
-    >>> same = SeqsByKey()
-    >>> same.add(b"k", 3); same.add(b"k", 5); same.first(b"k"), same.seqs(b"k")
-    (3, (3, 5))
 """
 
 from __future__ import annotations
 
 from array import array
-from collections.abc import Hashable, Iterator, MutableMapping
+from collections.abc import Iterator, MutableMapping
 from itertools import repeat
 from typing import TypeVar, overload
 
-__all__ = ["SeqOf", "SeqsByDigest", "SeqsByKey"]
+__all__ = ["SeqOf", "SeqsByDigest"]
 
 IdKey = tuple[str, str]  # (namespace, memory_id)
 _T = TypeVar("_T")
@@ -89,49 +85,12 @@ class SeqOf(MutableMapping[IdKey, int]):
         return self._count
 
 
-class SeqsByKey:
-    """``key -> the seqs holding it``, in insertion order; a single seq is kept as an int."""
-
-    __slots__ = ("_held",)
-
-    def __init__(self) -> None:
-        self._held: dict[Hashable, int | tuple[int, ...]] = {}
-
-    def add(self, key: Hashable, seq: int) -> None:
-        """Add ``seq`` after the seqs already holding ``key``."""
-        held = self._held.get(key)
-        self._held[key] = seq if held is None else (*self.seqs(key), seq)
-
-    def discard(self, key: Hashable, seq: int) -> None:
-        """Remove ``seq`` from ``key``'s seqs (the key goes when none is left)."""
-        rest = tuple(other for other in self.seqs(key) if other != seq)
-        if not rest:
-            self._held.pop(key, None)
-        else:
-            self._held[key] = rest[0] if len(rest) == 1 else rest
-
-    def seqs(self, key: Hashable) -> tuple[int, ...]:
-        """The seqs holding ``key``, oldest first (none if unknown)."""
-        held = self._held.get(key)
-        if held is None:
-            return ()
-        return (held,) if isinstance(held, int) else held
-
-    def first(self, key: Hashable) -> int | None:
-        """The oldest seq holding ``key``, or None."""
-        held = self._held.get(key)
-        return held if held is None or isinstance(held, int) else held[0]
-
-    def __len__(self) -> int:
-        return len(self._held)
-
-
 _EMPTY, _GONE = -1, -2  # slots of SeqsByDigest._slots that hold no seq
 
 
 class SeqsByDigest:
-    """:class:`SeqsByKey` for 16-byte digests where each seq holds one digest at a time (a
-    memory's content key): the seqs holding a digest, the earliest inserted first.
+    """``digest -> the seqs holding it``, the earliest inserted first, for 16-byte digests
+    where each seq holds one digest at a time (a memory's content key).
 
     A dict keyed by the digest cost about 87 bytes per memory (membreak.py 100000: the 49-byte
     ``bytes`` object and its dict entry). Here the digest is 16 bytes of a ``bytearray`` indexed

@@ -3,11 +3,51 @@
 from __future__ import annotations
 
 from array import array
+from collections.abc import Hashable
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cuemap_integrations.keytables import SeqOf, SeqsByDigest, SeqsByKey
+from cuemap_integrations.keytables import SeqOf, SeqsByDigest
+
+
+class SeqsByKey:
+    """``key -> the seqs holding it``, in insertion order; a single seq is kept as an int: the
+    dict-backed table the store used before :class:`SeqsByDigest`, kept as its reference."""
+
+    __slots__ = ("_held",)
+
+    def __init__(self) -> None:
+        self._held: dict[Hashable, int | tuple[int, ...]] = {}
+
+    def add(self, key: Hashable, seq: int) -> None:
+        """Add ``seq`` after the seqs already holding ``key``."""
+        held = self._held.get(key)
+        self._held[key] = seq if held is None else (*self.seqs(key), seq)
+
+    def discard(self, key: Hashable, seq: int) -> None:
+        """Remove ``seq`` from ``key``'s seqs (the key goes when none is left)."""
+        rest = tuple(other for other in self.seqs(key) if other != seq)
+        if not rest:
+            self._held.pop(key, None)
+        else:
+            self._held[key] = rest[0] if len(rest) == 1 else rest
+
+    def seqs(self, key: Hashable) -> tuple[int, ...]:
+        """The seqs holding ``key``, oldest first (none if unknown)."""
+        held = self._held.get(key)
+        if held is None:
+            return ()
+        return (held,) if isinstance(held, int) else held
+
+    def first(self, key: Hashable) -> int | None:
+        """The oldest seq holding ``key``, or None."""
+        held = self._held.get(key)
+        return held if held is None or isinstance(held, int) else held[0]
+
+    def __len__(self) -> int:
+        return len(self._held)
+
 
 _keys = st.tuples(st.sampled_from(["default", "bob", "x"]), st.sampled_from(["a", "b", "c", "d"]))
 _ops = st.lists(st.tuples(st.booleans(), _keys, st.integers(0, 9)), max_size=40)
