@@ -938,15 +938,17 @@ def _saturated(raw: Any, cfg: RecallConfig) -> Any:
 
 def _priors(view: ArrayView, cand: Any, scorer: FastScorer, *, with_bonus: bool = False) -> Any:
     np = _np()
-    names = sorted(view.type_codes, key=view.type_codes.__getitem__)
-    bonus = [scorer.type_bonus.get(name, 0.0) for name in names] or [0.0]
+    # by type code (the codes number the types in the order the dict holds them)
+    bonus = [scorer.type_bonus.get(name, 0.0) for name in view.type_codes] or [0.0]
     if bonus.count(bonus[0]) == len(bonus):  # one type bonus for all: no per-slot read
-        prior = np.full(len(cand), bonus[0])
+        prior: Any = bonus[0]  # a number: added to an array, the sums of an array of it
     else:
         prior = np.array(bonus)[view.type_code[cand]]
     if scorer.w_recency:
         age = np.maximum(scorer.now_ts - view.updated[cand], 0.0)
         prior = prior + scorer.w_recency * np.exp2(age * -scorer.per_second)  # 0.5 ** x, faster
+    if not isinstance(prior, np.ndarray):  # recency off: the one bonus, for each candidate
+        prior = np.full(len(cand), prior)
     if scorer.w_freq:
         seqs = view.seq_at[cand]
         access = np.fromiter((scorer.access(int(s)) for s in seqs), np.float64, len(seqs))

@@ -890,7 +890,7 @@ class CueMap:
             return
         self._store.write_access([(seq, c, when) for seq, (c, when) in self._access.items()])
         for seq, (count, when) in self._access.items():
-            self._records[seq] = self._records[seq]._accessed(count, when)
+            self._records.accessed(seq, count, when)
         self._access.clear()
 
     def session(
