@@ -20,6 +20,7 @@ import math
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from itertools import repeat
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import kernel
@@ -580,17 +581,29 @@ def _units(lists: Sequence[_List]) -> tuple[list[_List], list[tuple[int, int]]]:
     (session) lists are one unit, placed by their postings together: each is short, but taken
     one by one they would fill the share of the namespace narrowing may read before the query's
     own rare words."""
-    sizes = [sum(map(len, lst.postings)) for lst in lists]
-    carried = [i for i, lst in enumerate(lists) if lst.signal == "session" and sizes[i]]
-    units = [[i] for i, lst in enumerate(lists) if sizes[i] and lst.signal != "session"]
+    units: list[tuple[int, list[_List]]] = []  # (postings, lists) of each unit
+    carried: list[_List] = []
+    held = 0  # the carried lists' postings
+    for lst in lists:
+        size = sum(map(len, lst.postings))
+        if not size:
+            continue
+        if lst.signal == "session":
+            carried.append(lst)
+            held += size
+        else:
+            units.append((size, [lst]))
     if carried:
-        units.append(carried)
-    units.sort(key=lambda unit: sum(sizes[i] for i in unit))  # stable: ties keep list order
+        units.append((held, carried))
+    units.sort(key=_first)  # stable: ties keep list order
     ordered, bounds = [], []
-    for unit in units:
-        ordered += [lists[i] for i in unit]
-        bounds.append((sum(sizes[i] for i in unit), len(ordered)))
+    for size, unit in units:
+        ordered += unit
+        bounds.append((size, len(ordered)))
     return ordered, bounds
+
+
+_first = itemgetter(0)
 
 
 def _compiled_narrowed(

@@ -1106,6 +1106,12 @@ class _Counts(Mapping[int, int]):
     def __getitem__(self, seq: int) -> int:
         return self._pending[seq][0]
 
+    def get(self, seq: int, default: Any = None) -> Any:
+        """The count of ``seq``, or ``default``: ranking asks it of each hit, and a memory
+        without a pending count is the usual answer (Mapping.get raises and catches KeyError)."""
+        held = self._pending.get(seq)
+        return default if held is None else held[0]
+
     def __iter__(self) -> Iterator[int]:
         return iter(self._pending)
 
