@@ -531,12 +531,18 @@ def _exact(
     seqs, lengths = list(chosen), index.docs.columns.lengths
     found = kernel.evidence(described.lists, order, seqs, [lengths[seq] for seq in seqs])
     ev = Evidence(survivors=chosen)
-    signals = (ev.cue, ev.tag, ev.content, ev.session)  # the kernel's signal order
+    cue, tag, content, session = ev.cue, ev.tag, ev.content, ev.session  # the kernel's order
     raw, held = found.raw, found.held
-    for i, seq in enumerate(seqs):
-        for signal, values in enumerate(signals):
-            if held[i] >> signal & 1:
-                values[seq] = raw[4 * i + signal]
+    for i, seq in enumerate(seqs):  # unrolled: a loop over the four signals cost twice this
+        bits, at = held[i], 4 * i
+        if bits & 1:
+            cue[seq] = raw[at]
+        if bits & 2:
+            tag[seq] = raw[at + 1]
+        if bits & 4:
+            content[seq] = raw[at + 2]
+        if bits & 8:
+            session[seq] = raw[at + 3]
     return ev
 
 
