@@ -248,7 +248,7 @@ def _strongest(carried: Iterable[Carried]) -> tuple[tuple[str, float], ...]:
     """Each carried cue once (a session turn and the feedback pass may both carry it)."""
     best: dict[str, float] = {}
     get = best.get
-    for cue, weight, *_ in carried:
+    for cue, weight, _, _ in carried:
         held = get(cue, 0.0)
         best[cue] = weight if weight > held else held  # max(held, weight), without the call
     return tuple(best.items())
