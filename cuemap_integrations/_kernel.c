@@ -258,20 +258,37 @@ static int64_t add_blocked(Scratch *s, int64_t n_lists, int64_t n_members,
     return touched;
 }
 
+/* The first index of the count ascending seqs (width 4 or 8 bytes) whose seq is >= want.
+ * Branch-free: each halving picks its half with a conditional move, not a jump, so the CPU
+ * mispredicts none (a jump's direction is a coin toss at every step of a search: probing the
+ * candidates was most of a narrowed pass's last kernel call). */
+#define LOWER_BOUND(type)                                                                       \
+    static int64_t lower_bound_##type(const type *seqs, int64_t count, int64_t want) {          \
+        const type *base = seqs;                                                                \
+        int64_t n = count;                                                                      \
+        if (n == 0) return 0;                                                                   \
+        while (n > 1) {                                                                         \
+            int64_t half = n / 2;                                                               \
+            base = (int64_t)base[half] < want ? base + half : base;                             \
+            n -= half;                                                                          \
+        }                                                                                       \
+        return (base - seqs) + ((int64_t)*base < want);                                         \
+    }
+LOWER_BOUND(int32_t)
+LOWER_BOUND(int64_t)
+
+static int64_t lower_bound(const void *seqs, int64_t width, int64_t count, int64_t want) {
+    return width == 4 ? lower_bound_int32_t((const int32_t *)seqs, count, want)
+                      : lower_bound_int64_t((const int64_t *)seqs, count, want);
+}
+
 /* Add the postings of one member (seqs ascending) held by the n candidates, each found by a
  * binary search: for a list much longer than the candidates. */
 static void probe_member(Scratch *s, const List *l, int64_t count, int64_t n,
                          const int64_t *cand_slots, const int64_t *cand_seqs,
                          const double *length) {
     for (int64_t c = 0; c < n; c++) {
-        int64_t want = cand_seqs[c], lo = 0, hi = count;
-        while (lo < hi) {
-            int64_t mid = lo + (hi - lo) / 2;
-            if (seq_at(l->seqs, l->width, mid) < want)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
+        int64_t want = cand_seqs[c], lo = lower_bound(l->seqs, l->width, count, want);
         if (lo < count && seq_at(l->seqs, l->width, lo) == want)
             add_posting(s, l, lo, want, cand_slots[c], length);
     }
@@ -417,14 +434,7 @@ int64_t cm_union_size(int64_t n_members, const int64_t *member_ints, const int64
 /* Whether member mi holds seq (its seqs ascend): its index, or -1. */
 static int64_t find_seq(const int64_t *mi, int64_t seq) {
     const void *seqs = (const void *)(intptr_t)mi[M_SEQS];
-    int64_t lo = 0, hi = mi[M_COUNT], width = mi[M_WIDTH];
-    while (lo < hi) {
-        int64_t mid = lo + (hi - lo) / 2;
-        if (seq_at(seqs, width, mid) < seq)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    int64_t width = mi[M_WIDTH], lo = lower_bound(seqs, width, mi[M_COUNT], seq);
     return lo < mi[M_COUNT] && seq_at(seqs, width, lo) == seq ? lo : -1;
 }
 

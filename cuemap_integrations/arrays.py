@@ -20,6 +20,7 @@ import math
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from itertools import repeat
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import kernel
@@ -530,12 +531,18 @@ def _exact(
     seqs, lengths = list(chosen), index.docs.columns.lengths
     found = kernel.evidence(described.lists, order, seqs, [lengths[seq] for seq in seqs])
     ev = Evidence(survivors=chosen)
-    signals = (ev.cue, ev.tag, ev.content, ev.session)  # the kernel's signal order
+    cue, tag, content, session = ev.cue, ev.tag, ev.content, ev.session  # the kernel's order
     raw, held = found.raw, found.held
-    for i, seq in enumerate(seqs):
-        for signal, values in enumerate(signals):
-            if held[i] >> signal & 1:
-                values[seq] = raw[4 * i + signal]
+    for i, seq in enumerate(seqs):  # unrolled: a loop over the four signals cost twice this
+        bits, at = held[i], 4 * i
+        if bits & 1:
+            cue[seq] = raw[at]
+        if bits & 2:
+            tag[seq] = raw[at + 1]
+        if bits & 4:
+            content[seq] = raw[at + 2]
+        if bits & 8:
+            session[seq] = raw[at + 3]
     return ev
 
 
@@ -580,17 +587,29 @@ def _units(lists: Sequence[_List]) -> tuple[list[_List], list[tuple[int, int]]]:
     (session) lists are one unit, placed by their postings together: each is short, but taken
     one by one they would fill the share of the namespace narrowing may read before the query's
     own rare words."""
-    sizes = [sum(map(len, lst.postings)) for lst in lists]
-    carried = [i for i, lst in enumerate(lists) if lst.signal == "session" and sizes[i]]
-    units = [[i] for i, lst in enumerate(lists) if sizes[i] and lst.signal != "session"]
+    units: list[tuple[int, list[_List]]] = []  # (postings, lists) of each unit
+    carried: list[_List] = []
+    held = 0  # the carried lists' postings
+    for lst in lists:
+        size = sum(map(len, lst.postings))
+        if not size:
+            continue
+        if lst.signal == "session":
+            carried.append(lst)
+            held += size
+        else:
+            units.append((size, [lst]))
     if carried:
-        units.append(carried)
-    units.sort(key=lambda unit: sum(sizes[i] for i in unit))  # stable: ties keep list order
+        units.append((held, carried))
+    units.sort(key=_first)  # stable: ties keep list order
     ordered, bounds = [], []
-    for unit in units:
-        ordered += [lists[i] for i in unit]
-        bounds.append((sum(sizes[i] for i in unit), len(ordered)))
+    for size, unit in units:
+        ordered += unit
+        bounds.append((size, len(ordered)))
     return ordered, bounds
+
+
+_first = itemgetter(0)
 
 
 def _compiled_narrowed(
@@ -938,15 +957,17 @@ def _saturated(raw: Any, cfg: RecallConfig) -> Any:
 
 def _priors(view: ArrayView, cand: Any, scorer: FastScorer, *, with_bonus: bool = False) -> Any:
     np = _np()
-    names = sorted(view.type_codes, key=view.type_codes.__getitem__)
-    bonus = [scorer.type_bonus.get(name, 0.0) for name in names] or [0.0]
+    # by type code (the codes number the types in the order the dict holds them)
+    bonus = [scorer.type_bonus.get(name, 0.0) for name in view.type_codes] or [0.0]
     if bonus.count(bonus[0]) == len(bonus):  # one type bonus for all: no per-slot read
-        prior = np.full(len(cand), bonus[0])
+        prior: Any = bonus[0]  # a number: added to an array, the sums of an array of it
     else:
         prior = np.array(bonus)[view.type_code[cand]]
     if scorer.w_recency:
         age = np.maximum(scorer.now_ts - view.updated[cand], 0.0)
         prior = prior + scorer.w_recency * np.exp2(age * -scorer.per_second)  # 0.5 ** x, faster
+    if not isinstance(prior, np.ndarray):  # recency off: the one bonus, for each candidate
+        prior = np.full(len(cand), prior)
     if scorer.w_freq:
         seqs = view.seq_at[cand]
         access = np.fromiter((scorer.access(int(s)) for s in seqs), np.float64, len(seqs))

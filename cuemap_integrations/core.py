@@ -859,10 +859,14 @@ class CueMap:
         seq_of = {"": QUERY_SOURCE}
         for hit in hits[: cfg.feedback_hits]:
             seq_of[hit.memory_id] = self._seq_of.get((namespace, hit.memory_id), QUERY_SOURCE)
+        # most cues come from one hit: its set of one seq made once, shared (it is frozen)
+        alone = {source: frozenset((seq,)) for source, seq in seq_of.items()}
+        scale, new = cfg.feedback_weight, tuple.__new__  # Carried's own __new__ is Python code
         return [  # self factor 0: feedback finds what is related to the hits, not the hits again
-            Carried(cue, weight * cfg.feedback_weight, frozenset(map(seq_of.__getitem__, ids)), 0.0)
+            new(Carried, (cue, weight * scale, alone[ids[0]] if len(ids) == 1
+                          else frozenset(map(seq_of.__getitem__, ids)), 0.0))
             for cue, (weight, ids) in cues.items()
-        ]
+        ]  # fmt: skip
 
     def _carried(self, namespace: str, cue: str, weight: float, ids: Sequence[str]) -> Carried:
         """A session's carried cue with its source memory ids resolved to sequence numbers."""
@@ -886,7 +890,7 @@ class CueMap:
             return
         self._store.write_access([(seq, c, when) for seq, (c, when) in self._access.items()])
         for seq, (count, when) in self._access.items():
-            self._records[seq] = self._records[seq]._accessed(count, when)
+            self._records.accessed(seq, count, when)
         self._access.clear()
 
     def session(
@@ -1101,6 +1105,12 @@ class _Counts(Mapping[int, int]):
 
     def __getitem__(self, seq: int) -> int:
         return self._pending[seq][0]
+
+    def get(self, seq: int, default: Any = None) -> Any:
+        """The count of ``seq``, or ``default``: ranking asks it of each hit, and a memory
+        without a pending count is the usual answer (Mapping.get raises and catches KeyError)."""
+        held = self._pending.get(seq)
+        return default if held is None else held[0]
 
     def __iter__(self) -> Iterator[int]:
         return iter(self._pending)

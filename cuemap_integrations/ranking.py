@@ -247,8 +247,10 @@ def with_carried(plan: QueryPlan, expanded: Sequence[Carried], aliases: AliasTab
 def _strongest(carried: Iterable[Carried]) -> tuple[tuple[str, float], ...]:
     """Each carried cue once (a session turn and the feedback pass may both carry it)."""
     best: dict[str, float] = {}
-    for item in carried:
-        best[item.cue] = max(best.get(item.cue, 0.0), item.weight)
+    get = best.get
+    for cue, weight, _, _ in carried:
+        held = get(cue, 0.0)
+        best[cue] = weight if weight > held else held  # max(held, weight), without the call
     return tuple(best.items())
 
 
@@ -283,22 +285,30 @@ def _weighted_concepts(carried: Iterable[Carried], aliases: AliasTable) -> tuple
             groups[key] = [(item, members)]
         else:
             held.append((item, members))
-    return tuple(map(_weighted_concept, groups.values()))
+    return tuple(
+        _weighted_concept(items) if len(items) > 1 else _single_concept(*items[0])
+        for items in groups.values()
+    )
+
+
+def _single_concept(item: Carried, members: tuple[str, ...]) -> Concept:
+    """:func:`_weighted_concept` of one carried cue, the usual case (a feedback pass carries
+    some fifty, nearly all alone in their concept): its sources are taken as they are."""
+    names = (item.cue,) if members == (item.cue,) else tuple(dict.fromkeys((item.cue, *members)))
+    weight = item.weight if item.weight > 0.0 else 0.0  # as the strongest of one, from 0.0
+    # tuple.__new__: a NamedTuple's own __new__ is a Python function (the hot path here)
+    return tuple.__new__(Concept, (names, weight, frozenset(item.sources), item.self_factor))
 
 
 def _weighted_concept(items: list[tuple[Carried, tuple[str, ...]]]) -> Concept:
-    """One concept of its carried cues (each with its concept's terms), in the order carried.
-    Most concepts have one cue: its sources are taken as they are, not joined."""
+    """One concept of its carried cues (each with its concept's terms), in the order carried."""
     names: dict[str, None] = {}
     best, factor = 0.0, items[0][0].self_factor
     for item, members in items:
         names.update(dict.fromkeys((item.cue, *members)))
         if item.weight > best:  # the strongest carrier decides how much a memory helps itself
             best, factor = item.weight, item.self_factor
-    if len(items) == 1:
-        sources = frozenset(items[0][0].sources)
-    else:
-        sources = frozenset().union(*(item.sources for item, _ in items))
+    sources = frozenset().union(*(item.sources for item, _ in items))
     return Concept(tuple(names), best, sources, factor)
 
 
@@ -319,7 +329,7 @@ def _features(
 
 def _explain(
     seq: int, index: NamespaceIndex, plan: QueryPlan, parts: tuple[tuple[str, float], ...],
-    carriers: Mapping[str, tuple[tuple[int, int], ...]],
+    carriers: _Carriers,
 ) -> ScoreBreakdown:  # fmt: skip
     doc_cues, doc_tags = index.docs.cues(seq), index.docs.tags(seq)  # no doc built
     cues, holds = set(doc_cues), index.terms.holds
@@ -335,39 +345,51 @@ def _explain(
     )
 
 
-def _carriers(plan: QueryPlan) -> dict[str, tuple[tuple[int, int], ...]]:
-    """Each carried concept member's concepts (positions in the plan), each with the member's
-    rank among that concept's members, made once per rank: a hit then looks up its own few cues
-    instead of testing every carried concept, and the member it carries of least rank is the
-    concept's first (searching each matched concept's members for it instead: 24 vs 17 us per
-    explained hit, 400 hits of bench queries at 30k memories)."""
-    carriers: dict[str, tuple[tuple[int, int], ...]] = {}
+class _Carriers(NamedTuple):
+    """What explaining a hit's session cues needs of the plan, made once per ranking."""
+
+    # each carried concept member's concepts (positions in the plan), each with the member's
+    # rank among that concept's members
+    members: dict[str, tuple[tuple[int, int], ...]]
+    names: frozenset[str]  # the members (a memory's cues are matched against it in one call)
+    # concept position -> its one source, for a concept that came from that memory alone and
+    # may not help it (self factor 0: feedback); such a concept is no session cue of it
+    alone: dict[int, int]
+
+
+def _carriers(plan: QueryPlan) -> _Carriers:
+    """The plan's carried concepts by member (see :class:`_Carriers`): a hit then looks up its
+    own few cues instead of testing every carried concept, and the member it carries of least
+    rank is the concept's first (searching each matched concept's members for it instead: 24
+    vs 17 us per explained hit, 400 hits of bench queries at 30k memories)."""
+    members: dict[str, tuple[tuple[int, int], ...]] = {}
+    alone: dict[int, int] = {}
     for at, concept in enumerate(plan.expanded_concepts):
         for order, member in enumerate(dict.fromkeys(concept.members)):
-            carriers[member] = (*carriers.get(member, ()), (at, order))
-    return carriers
+            members[member] = (*members.get(member, ()), (at, order))
+        sources = concept.sources
+        if concept.self_factor == 0.0 and len(sources) == 1:
+            alone[at] = next(iter(sources))
+    return _Carriers(members, frozenset(members), alone)
 
 
 def _session_cues(
-    plan: QueryPlan, carriers: Mapping[str, tuple[tuple[int, int], ...]], carried: Iterable[str],
-    seq: int,
-) -> tuple[str, ...]:  # fmt: skip
+    plan: QueryPlan, carriers: _Carriers, carried: Iterable[str], seq: int
+) -> tuple[str, ...]:
     """The first member the memory carries (``carried``: its cues and tags) of each carried
-    concept it matches, in plan order."""
-    first: dict[int, tuple[int, str]] = {}  # concept -> (rank, member) of its first carried
-    for cue in carried:
-        for at, order in carriers.get(cue, ()):
-            held = first.get(at)
-            if held is None or order < held[0]:
-                first[at] = (order, cue)
-    concepts, out = plan.expanded_concepts, []
-    for at in sorted(first):
-        concept = concepts[at]
-        sources = concept.sources
-        # a carried cue that came from this memory alone and may not help it (feedback)
-        if concept.self_factor == 0.0 and len(sources) == 1 and seq in sources:
-            continue
-        out.append(first[at][1])
+    concept it matches, in plan order.
+
+    Each (concept, rank, member) the memory carries, sorted: a concept's first entry is its
+    member of least rank (ranks differ within a concept, so the member never decides)."""
+    members, alone = carriers.members, carriers.alone
+    held = carriers.names.intersection(carried)  # a set: sorting below gives the order
+    found = sorted([(at, order, cue) for cue in held for at, order in members[cue]])
+    out, last = [], -1
+    for at, _, cue in found:
+        if at != last:
+            last = at
+            if alone.get(at) != seq:
+                out.append(cue)
     return tuple(out)
 
 
@@ -633,7 +655,7 @@ def _hit(
     now: datetime,
     access: int,
     bonuses: tuple[tuple[str, float], ...],
-    carriers: Mapping[str, tuple[tuple[int, int], ...]],
+    carriers: _Carriers,
 ) -> Hit:
     _, parts = combine(_features(seq, record, sig, now, access), cfg)  # the same sum, explained
     return Hit(record, score, _explain(seq, index, plan, parts + bonuses, carriers))

@@ -341,11 +341,6 @@ class MemoryRecord:
         record.__dict__.update(values)
         return record
 
-    def _accessed(self, count: int, when: datetime) -> MemoryRecord:
-        """A copy with this access count and time: the store counts recalls itself, with its
-        validated clock, so the copy skips :meth:`evolve`'s checks (most of a flush's cost)."""
-        return MemoryRecord._unchecked(dict(self.__dict__, access_count=count, last_accessed=when))
-
     def evolve(self, **changes: Any) -> MemoryRecord:
         """Return a copy with ``changes`` applied (validated like a new record)."""
         return replace(self, **changes)

@@ -354,8 +354,11 @@ class SQLiteStore:
             self._depth -= 1
             self._run(commit)
 
-    def _run(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
+    def _run(self, sql: str, params: Sequence[Any] = (), *, many: bool = False) -> sqlite3.Cursor:
+        """Execute ``sql`` once, or with ``many`` once per row of ``params``."""
         try:
+            if many:
+                return self._conn.executemany(sql, params)
             return self._conn.execute(sql, params)
         except sqlite3.Error as exc:
             raise StoreError(f"SQLite store {self.path!r}: {exc}") from None
@@ -432,13 +435,17 @@ class SQLiteStore:
                 self._run("DELETE FROM memories WHERE seq = ?", (seq,))
 
     def write_access(self, updates: Sequence[tuple[int, int, datetime]]) -> None:
-        """Record ``(seq, access_count, last_accessed)`` updates from recalls."""
+        """Record ``(seq, access_count, last_accessed)`` updates from recalls.
+
+        One ``executemany`` (a statement per row cost most of a flush), and each distinct time
+        written as text once: a recall's hits share it."""
+        texts = {when: _iso(when) for when in {when for _, _, when in updates}}
+        rows = [(count, texts[when], seq) for seq, count, when in updates]
         with self.atomic():
-            for seq, count, when in updates:
-                self._run(
-                    "UPDATE memories SET access_count = ?, last_accessed = ? WHERE seq = ?",
-                    (count, _iso(when), seq),
-                )
+            self._run(
+                "UPDATE memories SET access_count = ?, last_accessed = ? WHERE seq = ?",
+                rows, many=True,
+            )  # fmt: skip
 
     def load_links(self) -> list[tuple[str, str, str, str]]:
         """Every link as ``(namespace, from_id, to_id, kind)``, oldest first."""

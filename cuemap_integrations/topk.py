@@ -214,20 +214,23 @@ def _cue_lists(index: NamespaceIndex, plan: QueryPlan, cfg: RecallConfig) -> lis
 
 
 def _carried_lists(index: NamespaceIndex, plan: QueryPlan, cfg: RecallConfig) -> list[_List]:
-    n, w = len(index), cfg.weights
+    n, w_session = len(index), cfg.weights["session"]
     out: list[_List] = []
     most = max(cfg.carry_min_df, int(cfg.carry_max_share * n))
-    for concept in plan.expanded_concepts:
-        keys, postings, df = _found(index, ("cue", "tag"), concept.members)
+    new = tuple.__new__  # a NamedTuple's own __new__ is a Python function: some fifty a pass
+    for members, weight, sources, self_factor in plan.expanded_concepts:
+        keys, postings, df = _found(index, _CARRIED_KINDS, members)
         if 0 < df <= most:  # a carried cue too common to tell memories apart is not carried
-            gain = concept.weight * bm25_idf(n, df)
-            only = next(iter(concept.sources)) if len(concept.sources) == 1 else None
-            factor = cfg.session_self_factor if concept.self_factor is None else concept.self_factor
+            gain = weight * bm25_idf(n, df)
+            only = next(iter(sources)) if len(sources) == 1 else None
+            factor = cfg.session_self_factor if self_factor is None else self_factor
             mine = gain * factor
-            out.append(
-                _List("session", w["session"] * gain, postings, _Gain(gain, only, mine), keys)
-            )
+            own = new(_Gain, (gain, only, mine))
+            out.append(new(_List, ("session", w_session * gain, postings, own, keys)))
     return out
+
+
+_CARRIED_KINDS = ("cue", "tag")  # the tables a carried concept's members are looked up in
 
 
 def _term_lists(index: NamespaceIndex, plan: QueryPlan, cfg: RecallConfig) -> list[_List]:

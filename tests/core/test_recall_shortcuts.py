@@ -1,7 +1,8 @@
 """The shortcuts recall takes per query equal the plain computations they replace (differential
 tests against reference implementations written out here): explanations' session cues,
-carried concepts, feedback cues, date/speaker bonuses of many memories at once, and the
-kernel's memoized list descriptors (which must follow every posting change)."""
+carried concepts, feedback cues, date/speaker bonuses of many memories at once, the
+kernel's memoized list descriptors (which must follow every posting change), and access counts
+written into packed rows in place."""
 
 from __future__ import annotations
 
@@ -17,9 +18,13 @@ from cuemap_integrations import CueMap, arrays, kernel, ranking, topk
 from cuemap_integrations.aliases import AliasTable
 from cuemap_integrations.config import RecallConfig
 from cuemap_integrations.ranking import QUERY_SOURCE, Carried, Concept, QueryPlan, plan_query
+from cuemap_integrations.records import MemoryRecord
+from cuemap_integrations.recordtable import RecordTable
 
 from ..conftest import T0, FakeClock
 from .test_kernel import _carried, _edit, edit_lists
+from .test_recordtable import _instants
+from .test_recordtable import records as packed_records
 from .test_topk import QUERIES, SEEDS, build
 
 VOCABULARY = ["meeting", "meetings", "meet", "会议", "cache", "caches", "redis", "team", "lunch"]
@@ -214,3 +219,21 @@ def test_memoized_list_descriptors_read_what_fresh_ones_read_after_edits(
             assert kernel.evidence(held, range(held.lists), seqs, lengths) == expected
     cm.add("order cache redis and a word never seen", memory_id="fresh")  # new postings
     assert arrays._MEMBERS_KEY not in cm._indexes["default"].derived
+
+
+@settings(max_examples=300, deadline=None)
+@given(record=packed_records(), count=st.integers(1, 5), when=_instants, cached=st.booleans())
+def test_counting_an_access_in_place_packs_the_row_a_new_record_would(
+    record: MemoryRecord, count: int, when: datetime, cached: bool
+) -> None:
+    """``RecordTable.accessed`` (the flush of recall counts) leaves the row that packing the
+    record with that count and time gives, and a read sees the new record."""
+    when = record.evolve(last_accessed=when).last_accessed  # in UTC, as the store's clock
+    table, reference = RecordTable(), RecordTable()
+    table[3] = record
+    if cached:
+        table[3]  # noqa: B018  # a record built before the change must not be read after it
+    table.accessed(3, count, when)
+    reference[3] = record.evolve(access_count=count, last_accessed=when)
+    assert table.row(3) == reference.row(3)
+    assert repr(table[3]) == repr(reference[3])
