@@ -25,7 +25,7 @@ from array import array
 from collections.abc import Iterable, Iterator, MutableMapping
 from dataclasses import MISSING, fields
 from datetime import datetime, timezone
-from itertools import chain, compress, repeat
+from itertools import compress, repeat
 from operator import attrgetter, is_not
 from typing import Any, NamedTuple, Protocol
 
@@ -60,19 +60,24 @@ class RecordHead(Protocol):
     def is_expired(self, now: datetime) -> bool: ...
 
 
+Kind = tuple[MemoryType, str | None, str, CueOrigin, tuple[str, ...]]
+
+
 class Row(NamedTuple):
-    """One memory, packed. ``kind`` is ``(type, source, namespace, cue_origin)``, one tuple
-    shared by every row with the same four (a store has a handful of combinations).
-    ``metadata`` and ``extra`` are flat ``(name, value, name, value...)`` tuples (a tuple is
-    smaller than a dict): its metadata, and the fields in :data:`_EXTRA` that differ from their
-    default (usually none)."""
+    """One memory, packed. ``kind`` is ``(type, source, namespace, cue_origin, metadata
+    names)``, one tuple shared by every row with the same five (a store has a handful of
+    combinations: its memories' metadata mostly has the same names). ``metadata`` holds only
+    the values of those names: the one value itself when there is one name (no tuple: 56 bytes
+    less per memory, membreak.py 100000), else a tuple of them (None when there is none).
+    ``extra`` is a flat ``(name, value, name, value...)`` tuple (a tuple is smaller than a
+    dict) of the fields in :data:`_EXTRA` that differ from their default (usually none)."""
 
     memory_id: str
     content: str
     cues: tuple[str, ...]
-    kind: tuple[MemoryType, str | None, str, CueOrigin]
+    kind: Kind
     stamp: float | datetime  # created_at: POSIX seconds when they convert back exactly
-    metadata: tuple[Any, ...] | None  # None when empty
+    metadata: Any  # the values of the names in kind[4] (see above)
     extra: tuple[Any, ...]
 
     @property
@@ -167,7 +172,7 @@ def pack(record: MemoryRecord, kinds: dict[tuple[Any, ...], Any]) -> Row:
             extra += (name, value)
     return tuple.__new__(Row, (  # Row's own __new__ is a Python function: this is the hot path
         record.memory_id, record.content, interned(record.cues), _kind(record, kinds),
-        _stamp(created), _flat(record.metadata), tuple(extra),
+        _stamp(created), _values(record.metadata), tuple(extra),
     ))  # fmt: skip
 
 
@@ -175,13 +180,14 @@ _KINDS_SHARED = 4096  # distinct kinds a table shares (past that, as when every 
 # sharing would save nothing: a row keeps its own)
 
 
-def _kind(
-    record: MemoryRecord, kinds: dict[tuple[Any, ...], Any]
-) -> tuple[MemoryType, str | None, str, CueOrigin]:
+def _kind(record: MemoryRecord, kinds: dict[tuple[Any, ...], Any]) -> Kind:
     """The row's ``kind`` of ``record``: the equal one in ``kinds`` (added if there is room).
     A kind holding a str subclass (equal to a plain string's) is kept as it is."""
-    kind = (record.type, record.source, record.namespace, record.cue_origin)
+    names = tuple(record.metadata)
+    kind = (record.type, record.source, record.namespace, record.cue_origin, names)
     if type(record.namespace) is not str or type(record.source) not in _PLAIN:
+        return kind
+    if names and not all(type(name) is str for name in names):
         return kind
     shared = kinds.get(kind)
     if shared is None and len(kinds) < _KINDS_SHARED:
@@ -192,9 +198,12 @@ def _kind(
 _PLAIN = (str, type(None))
 
 
-def _flat(metadata: dict[str, JSONValue] | None) -> tuple[Any, ...] | None:
-    """``metadata`` as ``(name, value, name, value...)``; None when empty."""
-    return tuple(chain.from_iterable(metadata.items())) if metadata else None
+def _values(metadata: dict[str, JSONValue]) -> Any:
+    """The :attr:`Row.metadata` of ``metadata``: its one value, or a tuple of its values (None
+    when empty); its names are in the row's kind."""
+    if len(metadata) == 1:
+        return next(iter(metadata.values()))
+    return tuple(metadata.values()) if metadata else None
 
 
 def unpack(row: Row) -> MemoryRecord:
@@ -206,7 +215,7 @@ def unpack(row: Row) -> MemoryRecord:
         "source": row.source, "namespace": row.namespace, "last_accessed": None,
         "access_count": 0, "expires_at": None, "supersedes": None, "superseded_by": None,
         "superseded_at": None, "key": None,
-        "metadata": _pairs(row.metadata), "cue_origin": row.cue_origin,
+        "metadata": _metadata(row), "cue_origin": row.cue_origin,
     }  # fmt: skip
     extra = row.extra
     if extra:
@@ -214,9 +223,12 @@ def unpack(row: Row) -> MemoryRecord:
     return MemoryRecord._unchecked(values)
 
 
-def _pairs(flat: tuple[Any, ...] | None) -> dict[str, Any]:
-    """The dict a flat ``(name, value, ...)`` tuple stands for (empty for None)."""
-    return {} if flat is None else dict(zip(flat[::2], flat[1::2], strict=True))
+def _metadata(row: Row) -> dict[str, Any]:
+    """The metadata dict of ``row``: the names in its kind with their values."""
+    names = row.kind[4]
+    if len(names) == 1:
+        return {names[0]: row.metadata}
+    return dict(zip(names, row.metadata, strict=True)) if names else {}
 
 
 class RecordTable(MutableMapping[int, MemoryRecord]):

@@ -209,18 +209,21 @@ def test_transcript_turns_keep_their_terms() -> None:
         assert "caroline" not in index.terms and "went" not in index.terms
 
 
-def test_metadata_round_trips_through_its_flat_tuple_and_kinds_are_shared() -> None:
+def test_metadata_round_trips_through_its_values_and_kinds_are_shared() -> None:
     table = RecordTable()
     nested = {"speaker": "Mel", "n": 3, "tags": ["a", {"b": None}], "": 0.5}
-    for seq, metadata in enumerate(({}, nested, {"one": 1})):
+    for seq, metadata in enumerate(({}, nested, {"one": 1}, {"one": None}, {"one": 2})):
         table[seq] = MemoryRecord(
             memory_id=f"m{seq}", content="x", created_at=T, updated_at=T, metadata=metadata,
             source="chat", namespace="ns",
         )  # fmt: skip
     assert table.row(0).metadata is None and table[0].metadata == {}
     assert table[1].metadata == nested and list(table[1].metadata) == list(nested)
-    assert table.row(2).metadata == ("one", 1)
-    assert table.row(0).kind is table.row(2).kind
+    assert table.row(1).metadata == ("Mel", 3, ["a", {"b": None}], 0.5)
+    assert table.row(2).metadata == 1 and table[2].metadata == {"one": 1}
+    assert table.row(3).metadata is None and table[3].metadata == {"one": None}
+    assert table.row(2).kind is table.row(3).kind is table.row(4).kind
+    assert table.row(0).kind[:4] == table.row(2).kind[:4] and table.row(0).kind[4] == ()
     assert (table.row(1).type, table.row(1).source, table.row(1).namespace) == (
         MemoryType.NOTE,
         "chat",
