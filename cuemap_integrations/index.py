@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from .postings import PostingsTable
 from .recordtable import interned
-from .text import CueLexicon, content_terms
+from .text import CueKeys, content_terms
 
 if TYPE_CHECKING:
     from .arrays import ArrayView
@@ -262,8 +262,9 @@ class NamespaceIndex:
         self._tables = {"cue": self.cues, "tag": self.tags, "term": self.terms}
         self.docs = DocTable(DocColumns() if columns is None else columns)
         self.total_length = 0
-        self.cue_lexicon = CueLexicon()
-        self.tag_lexicon = CueLexicon()
+        # the cues (tags) that have postings: kept in step by _put_many, flush and _drop
+        self.cue_lexicon = CueKeys()
+        self.tag_lexicon = CueKeys()
         self.view: ArrayView | None = None  # created by arrays.view_of on first large query
         # values recalls derive from the postings alone (a concept's postings and document
         # frequency, asked by every pass of every recall): any posting change clears it
@@ -349,11 +350,13 @@ class NamespaceIndex:
         One call per memory and kind, not per posting: ingest makes dozens of postings per
         memory, and this loop is the index's share of its cost."""
         self.derived.clear()
-        put = self._tables[kind].put
+        table = self._tables[kind]
+        new = [] if kind == "term" else [key for key in keys if key not in table]
+        put = table.put
         for key, value in zip(keys, values or repeat(1.0, len(keys)), strict=True):
             put(key, seq, value)
-        if kind != "term":  # the core normalizes every cue and tag
-            (self.cue_lexicon if kind == "cue" else self.tag_lexicon).add_all(keys)
+        if new:  # the core normalizes every cue and tag
+            _drain(map((self.cue_lexicon if kind == "cue" else self.tag_lexicon).insert, new))
         if self.view is not None:
             for key, value in zip(keys, values or repeat(1.0, len(keys)), strict=True):
                 self.view.put(kind, key, seq, value)
@@ -383,10 +386,11 @@ class NamespaceIndex:
             return
         self.derived.clear()
         for kind, seqs_of in pending.seqs.items():
-            if kind != "term":  # a memory posts a cue (tag) once: one reference per seq
+            table = self._tables[kind]
+            if kind != "term":  # the cues (tags) posted for the first time
                 lexicon = self.cue_lexicon if kind == "cue" else self.tag_lexicon
-                lexicon.add_counted((key, len(seqs)) for key, seqs in seqs_of.items())
-            extend = self._tables[kind].extend
+                _drain(map(lexicon.insert, [key for key in seqs_of if key not in table]))
+            extend = table.extend
             for key, seqs in seqs_of.items():  # keys in the order they were first posted
                 extend(key, seqs, None)
             for key, pairs in pending.pairs[kind].items():
@@ -395,9 +399,10 @@ class NamespaceIndex:
     def _drop(self, kind: str, key: str, seq: int) -> None:
         self.flush()  # the posting may still be pending
         self.derived.clear()
-        self._tables[kind].drop(key, seq)
-        if kind != "term":
-            (self.cue_lexicon if kind == "cue" else self.tag_lexicon).discard(key, normalized=True)
+        table = self._tables[kind]
+        table.drop(key, seq)
+        if kind != "term" and key not in table:  # its last posting
+            (self.cue_lexicon if kind == "cue" else self.tag_lexicon).remove(key)
         if self.view is not None:
             self.view.drop(kind, key, seq)
 

@@ -43,6 +43,7 @@ __all__ = [
     "CJK_FUNCTION_WORDS",
     "CJK_STOP_CHARS",
     "STOP_WORDS",
+    "CueKeys",
     "CueLexicon",
     "content_terms",
     "derive_cues",
@@ -1224,8 +1225,9 @@ def _as_tuple(held: _Held) -> tuple[str, ...]:
     return (held,) if isinstance(held, str) else held
 
 
-class CueLexicon:
-    """Known cues, found in a query by longest match over :func:`query_units`.
+class CueKeys:
+    """Known cues, found in a query by longest match over :func:`query_units`; each cue is
+    inserted once and removed once (:class:`CueLexicon` counts references instead).
 
     The trie is stored flattened: a dict from each cue's units (a bare string for one unit, else
     a tuple) to the cue string(s) ending there, plus the set of key lengths present. Looking up
@@ -1233,70 +1235,49 @@ class CueLexicon:
     longest key) for a whole query) and no intermediate node is ever allocated, which keeps a
     million cues at roughly 200-250 bytes each.
 
-    Cues are normalized on the way in and returned normalized. Several cue strings may share a
-    key (``orders`` and ``order`` both key ``'order'``): all of them are returned, sorted, so
-    the output never depends on the order cues were added. ``add`` is reference counted.
+    Cues are inserted normalized and returned normalized. Several cue strings may share a key
+    (``orders`` and ``order`` both key ``'order'``): all of them are returned, sorted, so the
+    output never depends on the order cues were added.
+
+    A namespace index keeps these for its cues and tags: a cue is known while it has postings,
+    so the index inserts it with its first posting and removes it with its last one; a
+    reference count per cue would repeat the postings' lengths (a dict entry per distinct cue:
+    38 bytes per memory at 100,000 bench memories).
 
     Example:
-        >>> lex = CueLexicon()
-        >>> for cue in ("订单超时", "超时", "port", "orders"):
-        ...     lex.add(cue)
-        >>> lex.match("上次订单超时怎么修的")
-        ['订单超时']
-        >>> lex.match("support the port order")
-        ['port', 'orders']
+        >>> keys = CueKeys()
+        >>> for cue in ("port", "orders"):
+        ...     keys.insert(cue)
+        >>> keys.match("support the port order"), "port" in keys, len(keys)
+        (['port', 'orders'], True, 2)
     """
 
     def __init__(self) -> None:
-        self._refs: dict[str, int] = {}
         self._keys: dict[_Key, _Held] = {}
         self._length_counts: dict[int, int] = {}
         self._lengths: tuple[int, ...] = ()  # distinct key lengths, longest first
+        self._count = 0  # cues inserted (punctuation-only ones too: see _insert)
 
     def __len__(self) -> int:
-        return len(self._refs)
+        return self._count
 
     def __contains__(self, cue: object) -> bool:
-        return isinstance(cue, str) and normalize(cue) in self._refs
+        if not isinstance(cue, str):
+            return False
+        norm = normalize(cue)
+        return bool(norm) and norm in _as_tuple(self._keys.get(self._key_of(norm), ()))
 
-    def add(self, cue: str, *, normalized: bool = False) -> None:
-        """Add one reference to ``cue`` (an empty normalized cue is ignored).
+    def insert(self, cue: str) -> None:
+        """Add the normalized ``cue``, not held yet (an empty one is ignored)."""
+        if cue:
+            self._count += 1
+            self._insert(cue)
 
-        ``normalized=True`` skips normalizing a cue the caller already normalized (the index
-        does: it is the hot path of bulk ingest)."""
-        norm = cue if normalized else normalize(cue)
-        if not norm:
-            return
-        count = self._refs.get(norm, 0)
-        self._refs[norm] = count + 1
-        if count == 0:
-            self._insert(norm)
-
-    def add_counted(self, counted: Iterable[tuple[str, int]]) -> None:
-        """Add ``n`` references to each already normalized ``cue`` of ``(cue, n)`` (``n >= 1``):
-        what :meth:`add_all` of a batch's cues does, one step per distinct cue."""
-        refs = self._refs
-        for cue, n in counted:
-            count = refs.get(cue)
-            if count is not None:
-                refs[cue] = count + n
-            elif cue:
-                refs[cue] = n
-                self._insert(cue)
-
-    def add_all(self, cues: Iterable[str]) -> None:
-        """:meth:`add` each of these already normalized cues (the index's bulk path)."""
-        self.add_counted(zip(cues, repeat(1)))
-
-    def discard(self, cue: str, *, normalized: bool = False) -> None:
-        """Drop one reference to ``cue``; unknown cues are a no-op."""
-        norm = cue if normalized else normalize(cue)
-        count = self._refs.get(norm, 0)
-        if count > 1:
-            self._refs[norm] = count - 1
-        elif count == 1:
-            del self._refs[norm]
-            self._remove(norm)
+    def remove(self, cue: str) -> None:
+        """Remove the normalized ``cue``, held (an empty one is ignored)."""
+        if cue:
+            self._count -= 1
+            self._remove(cue)
 
     def match(self, query: str) -> list[str]:
         """The known cues in ``query``, ordered by first occurrence, without duplicates.
@@ -1385,3 +1366,67 @@ class CueLexicon:
             del self._length_counts[length]
         if count == 0 or (count == 1 and delta == 1):  # a length appeared or vanished
             self._lengths = tuple(sorted(self._length_counts, reverse=True))
+
+
+class CueLexicon(CueKeys):
+    """:class:`CueKeys` with a reference count per cue: ``add`` and ``discard`` it any number
+    of times (it is known while its count is above zero).
+
+    Example:
+        >>> lex = CueLexicon()
+        >>> for cue in ("订单超时", "超时", "port", "orders"):
+        ...     lex.add(cue)
+        >>> lex.match("上次订单超时怎么修的")
+        ['订单超时']
+        >>> lex.match("support the port order")
+        ['port', 'orders']
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._refs: dict[str, int] = {}
+
+    def __len__(self) -> int:
+        return len(self._refs)
+
+    def __contains__(self, cue: object) -> bool:
+        return isinstance(cue, str) and normalize(cue) in self._refs
+
+    def add(self, cue: str, *, normalized: bool = False) -> None:
+        """Add one reference to ``cue`` (an empty normalized cue is ignored).
+
+        ``normalized=True`` skips normalizing a cue the caller already normalized (the index
+        does: it is the hot path of bulk ingest)."""
+        norm = cue if normalized else normalize(cue)
+        if not norm:
+            return
+        count = self._refs.get(norm, 0)
+        self._refs[norm] = count + 1
+        if count == 0:
+            self._insert(norm)
+
+    def add_counted(self, counted: Iterable[tuple[str, int]]) -> None:
+        """Add ``n`` references to each already normalized ``cue`` of ``(cue, n)`` (``n >= 1``):
+        what :meth:`add_all` of a batch's cues does, one step per distinct cue."""
+        refs = self._refs
+        for cue, n in counted:
+            count = refs.get(cue)
+            if count is not None:
+                refs[cue] = count + n
+            elif cue:
+                refs[cue] = n
+                self._insert(cue)
+
+    def add_all(self, cues: Iterable[str]) -> None:
+        """:meth:`add` each of these already normalized cues (the index's bulk path)."""
+        self.add_counted(zip(cues, repeat(1)))
+
+    def discard(self, cue: str, *, normalized: bool = False) -> None:
+        """Drop one reference to ``cue``; unknown cues are a no-op."""
+        norm = cue if normalized else normalize(cue)
+        count = self._refs.get(norm, 0)
+        if count > 1:
+            self._refs[norm] = count - 1
+        elif count == 1:
+            del self._refs[norm]
+            self._remove(norm)
