@@ -263,8 +263,8 @@ class NamespaceIndex:
         self.docs = DocTable(DocColumns() if columns is None else columns)
         self.total_length = 0
         # the cues (tags) that have postings: kept in step by _put_many, flush and _drop
-        self.cue_lexicon = CueKeys()
-        self.tag_lexicon = CueKeys()
+        self.cue_lexicon = CueKeys(self.cues)
+        self.tag_lexicon = CueKeys(self.tags)
         self.view: ArrayView | None = None  # created by arrays.view_of on first large query
         # values recalls derive from the postings alone (a concept's postings and document
         # frequency, asked by every pass of every recall): any posting change clears it

@@ -33,7 +33,7 @@ import functools
 import re
 import sys
 import unicodedata
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Container, Hashable, Iterable, Sequence
 from datetime import date
 from itertools import chain, compress, filterfalse, islice, repeat
 from operator import not_
@@ -1239,22 +1239,27 @@ class CueKeys:
     (``orders`` and ``order`` both key ``'order'``): all of them are returned, sorted, so the
     output never depends on the order cues were added.
 
-    A namespace index keeps these for its cues and tags: a cue is known while it has postings,
-    so the index inserts it with its first posting and removes it with its last one; a
-    reference count per cue would repeat the postings' lengths (a dict entry per distinct cue:
-    38 bytes per memory at 100,000 bench memories).
+    A cue that is its own key (a word that stems to itself: about 80% of the cues of the bench
+    corpus) is not in the dict: ``own``, a container of every cue held, answers for it (a
+    single-unit key ``u`` holds ``u`` itself when ``u`` is in ``own`` and keys itself). The
+    caller keeps ``own`` in step: :class:`CueLexicon` passes its reference counts; a namespace
+    index passes its postings table, as a cue is known while it has postings (the index
+    inserts it with its first posting and removes it with its last one). Neither then keeps a
+    second dict entry per distinct cue (membreak.py 100000: reference counts 38 bytes per
+    memory, own keys 42).
 
     Example:
-        >>> keys = CueKeys()
+        >>> keys = CueKeys(own := {"port": 1, "orders": 1})
         >>> for cue in ("port", "orders"):
         ...     keys.insert(cue)
         >>> keys.match("support the port order"), "port" in keys, len(keys)
         (['port', 'orders'], True, 2)
     """
 
-    def __init__(self) -> None:
-        self._keys: dict[_Key, _Held] = {}
-        self._length_counts: dict[int, int] = {}
+    def __init__(self, own: Container[str]) -> None:
+        self._own = own
+        self._keys: dict[_Key, _Held] = {}  # the cues that are not their own key
+        self._length_counts: dict[int, int] = {}  # key length -> keys (own keys: cues)
         self._lengths: tuple[int, ...] = ()  # distinct key lengths, longest first
         self._count = 0  # cues inserted (punctuation-only ones too: see _insert)
 
@@ -1265,7 +1270,7 @@ class CueKeys:
         if not isinstance(cue, str):
             return False
         norm = normalize(cue)
-        return bool(norm) and norm in _as_tuple(self._keys.get(self._key_of(norm), ()))
+        return bool(norm) and norm in self._held(self._key_of(norm))
 
     def insert(self, cue: str) -> None:
         """Add the normalized ``cue``, not held yet (an empty one is ignored)."""
@@ -1294,7 +1299,7 @@ class CueKeys:
         Returns:
             The matched cue strings.
         """
-        if not self._keys:  # an empty lexicon (e.g. the tags of a store without any)
+        if not self._length_counts:  # an empty lexicon (e.g. the tags of a store without any)
             return []
         units = query_units(query)
         found: dict[str, None] = {}
@@ -1309,17 +1314,25 @@ class CueKeys:
 
     def unit_cues(self, unit: str) -> tuple[str, ...]:
         """The cues whose key is the one unit ``unit`` (a stemmed word, as :func:`query_units`
-        gives it): what :meth:`match` finds for it, in one look-up."""
-        return _as_tuple(self._keys.get(unit, ()))
+        gives it): what :meth:`match` finds for it."""
+        return self._held(unit)
+
+    def _held(self, key: _Key) -> tuple[str, ...]:
+        """The cues of ``key`` (sorted): those in the dict, and the key itself if it is a cue
+        that is its own key."""
+        held = _as_tuple(self._keys.get(key, ()))
+        if isinstance(key, str) and key in self._own and self._key_of(key) == key:
+            return tuple(sorted((key, *held))) if held else (key,)
+        return held
 
     def _longest(self, units: list[str], start: int) -> tuple[int, tuple[str, ...]]:
         """End (exclusive) and cues of the longest key at ``start``; ``(start + 1, ())`` if none."""
         for length in self._lengths:
             if start + length <= len(units):
                 key = units[start] if length == 1 else tuple(units[start : start + length])
-                held = self._keys.get(key)
-                if held is not None:
-                    return start + length, _as_tuple(held)
+                held = self._held(key)
+                if held:
+                    return start + length, held
         return start + 1, ()
 
     def _key_of(self, cue: str) -> _Key:
@@ -1341,6 +1354,9 @@ class CueKeys:
         key = self._key_of(cue)
         if not key:  # punctuation only: counted, but no query can ever contain it
             return
+        if key == cue:  # its own key: held by self._own (a cue, not a key, counted)
+            self._count_length(1, 1)
+            return
         held = self._keys.get(key)
         self._keys[key] = cue if held is None else tuple(sorted((*_as_tuple(held), cue)))
         if held is None:
@@ -1348,6 +1364,9 @@ class CueKeys:
 
     def _remove(self, cue: str) -> None:
         key = self._key_of(cue)
+        if key == cue:
+            self._count_length(1, -1)
+            return
         held = self._keys.get(key)
         if held is None:
             return
@@ -1383,8 +1402,8 @@ class CueLexicon(CueKeys):
     """
 
     def __init__(self) -> None:
-        super().__init__()
         self._refs: dict[str, int] = {}
+        super().__init__(self._refs)
 
     def __len__(self) -> int:
         return len(self._refs)
