@@ -13,6 +13,7 @@ posting change goes through :meth:`NamespaceIndex._put` / :meth:`NamespaceIndex.
 from __future__ import annotations
 
 from array import array
+from bisect import bisect_left
 from collections import Counter, defaultdict, deque
 from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -129,9 +130,10 @@ _ALL_ONES: dict[bytes, bytes] = {}  # b"\x01" * n -> itself: as many as distinct
 
 class DocColumns:
     """The per-memory values of every namespace index of one store, as columns indexed by
-    ``seq``: term count (``array("I")``), last update (``array("d")``), type (a 2-byte code)
-    and the content a plain doc's terms are derived from (a list: a pointer to the record's
-    own string).
+    ``seq``: term count (``array("I")``), last update (``array("d")``), type (a 2-byte code),
+    the content a plain doc's terms are derived from and its cues (lists: pointers to the
+    record's own string and cue tuple), and when it was indexed (``order``: an indexing number,
+    for :class:`DocTable`'s iteration order).
 
     Why columns: an :class:`IndexedDoc` per memory cost 96 bytes (membreak.py 20000: index
     1,544 -> 1,473 B/mem); these cost 22 bytes, and the scorer's hot loops read a length or a
@@ -148,7 +150,8 @@ class DocColumns:
         (5, 1.5, 'fact', 1024)
     """
 
-    __slots__ = ("_code_of", "codes", "lengths", "types", "updated", "words")
+    __slots__ = ("_code_of", "codes", "cues", "indexed", "lengths", "order", "types", "updated",
+                 "words")  # fmt: skip
 
     def __init__(self) -> None:
         self.lengths = array("I")
@@ -157,6 +160,9 @@ class DocColumns:
         self.types: list[str] = []
         self._code_of: dict[str, int] = {}
         self.words: list[str | None] = []  # a plain doc's content (else None)
+        self.cues: list[tuple[str, ...] | None] = []  # a plain doc's cues (else None)
+        self.order = array("q")  # the indexing number of each seq's last indexing
+        self.indexed = 0  # indexings so far: the next indexing number
 
     def set(self, seq: int, length: int, updated_ts: float, type: str, words: str | None) -> None:
         """Write the values of memory ``seq`` (growing the columns to hold it)."""
@@ -177,18 +183,26 @@ class DocColumns:
         """Room for ``seq``, and for about an eighth more (arrays grow in place: readers that
         hold one keep reading the same object)."""
         more = max(seq + 1, len(self.words) + len(self.words) // 8 + 1024) - len(self.words)
-        for column in (self.lengths, self.updated, self.codes):
+        for column in (self.lengths, self.updated, self.codes, self.order):
             column.frombytes(bytes(more * column.itemsize))
         self.words.extend(repeat(None, more))
+        self.cues.extend(repeat(None, more))
 
 
 class DocTable(Mapping[int, IndexedDoc]):
     """``seq -> IndexedDoc`` of one namespace, in the order memories were (last) indexed.
 
     A *plain* doc (its words are the content, no tags, no neighbour context: every memory but
-    transcript turns and tagged ones) keeps only its cue tuple here, the record's own; its other
-    fields are in the store's :class:`DocColumns`, and reading it builds an :class:`IndexedDoc`
-    on the spot (explanations and removal read a handful). Other docs are kept as they are.
+    transcript turns and tagged ones) keeps nothing of its own: its cue tuple (the record's
+    own) and its other fields are in the store's :class:`DocColumns`, and reading it builds an
+    :class:`IndexedDoc` on the spot (explanations and removal read a handful). Other docs are
+    kept as they are, in a dict.
+
+    Which seqs the table holds is an ascending array of them (4 bytes each, found by binary
+    search), not a dict keyed by seq (52 bytes per memory at 100,000 bench memories: membreak.py
+    100000). Their order is that of their indexing numbers (:attr:`DocColumns.order`): the
+    ascending order of seqs until a seq is indexed below the largest one held (a re-indexed
+    memory goes last), and only then does iterating sort.
 
     Example:
         >>> docs = DocTable(DocColumns())
@@ -197,56 +211,104 @@ class DocTable(Mapping[int, IndexedDoc]):
         (('port',), 5, ('port',), (), [7], False)
     """
 
-    __slots__ = ("_held", "columns")
+    __slots__ = ("_ascending", "_others", "_seqs", "columns")
 
     def __init__(self, columns: DocColumns) -> None:
-        self._held: dict[int, tuple[str, ...] | IndexedDoc] = {}
+        self._seqs = array("i")  # the seqs held, ascending ("q" once one is past 2**31 - 1)
+        self._others: dict[int, IndexedDoc] = {}  # the docs that are not plain
+        self._ascending = True  # False once a seq was indexed below the largest: iterating sorts
         self.columns = columns
 
+    def _at(self, seq: int) -> int:
+        """The position of ``seq`` in the held seqs; KeyError if it is not held."""
+        seqs = self._seqs
+        at = bisect_left(seqs, seq)
+        if at == len(seqs) or seqs[at] != seq:
+            raise KeyError(seq)
+        return at
+
     def __getitem__(self, seq: int) -> IndexedDoc:
-        held = self._held[seq]
-        if isinstance(held, IndexedDoc):
+        held = self._others.get(seq)
+        if held is not None:
             return held
+        self._at(seq)
         columns = self.columns
         words: Any = columns.words[seq]  # a plain doc's content
         return IndexedDoc(
-            held, (), words, columns.lengths[seq], columns.updated[seq], columns.type_of(seq)
-        )
+            columns.cues[seq],  # type: ignore[arg-type]  # a plain doc's: not None
+            (), words, columns.lengths[seq], columns.updated[seq], columns.type_of(seq),
+        )  # fmt: skip
 
     def __contains__(self, seq: object) -> bool:
-        return seq in self._held
+        try:
+            self._at(seq)  # type: ignore[arg-type]  # any object may be asked
+        except (KeyError, TypeError):
+            return False
+        return True
 
     def __iter__(self) -> Iterator[int]:
-        return iter(self._held)
+        if self._ascending:  # a copy, as sorted's: the caller may remove memories meanwhile
+            return iter(self._seqs.tolist())
+        return iter(sorted(self._seqs, key=self.columns.order.__getitem__))
 
     def __len__(self) -> int:
-        return len(self._held)
+        return len(self._seqs)
 
     def cues(self, seq: int) -> tuple[str, ...]:
         """The cues memory ``seq`` indexed (without building its doc)."""
-        held = self._held[seq]
-        return held.cues if isinstance(held, IndexedDoc) else held
+        held = self._others.get(seq)
+        if held is not None:
+            return held.cues
+        self._at(seq)
+        return self.columns.cues[seq]  # type: ignore[return-value]  # a plain doc's: not None
 
     def tags(self, seq: int) -> tuple[str, ...]:
         """The tags memory ``seq`` indexed (without building its doc)."""
-        held = self._held[seq]
-        return held.tags if isinstance(held, IndexedDoc) else ()
+        held = self._others.get(seq)
+        if held is not None:
+            return held.tags
+        self._at(seq)
+        return ()
 
     def put(self, seq: int, doc: IndexedDoc) -> None:
         """Index ``doc`` as memory ``seq``: a new seq goes last, one already held keeps its
         place (as in a dict: :meth:`NamespaceIndex.add` pops a re-indexed memory first)."""
         plain = isinstance(doc.words, str) and not doc.tags and not doc.context_names
         words = doc.words if isinstance(doc.words, str) and plain else None
-        self.columns.set(seq, doc.length, doc.updated_ts, doc.type, words)
-        self._held[seq] = doc.cues if plain else doc
+        columns = self.columns
+        columns.set(seq, doc.length, doc.updated_ts, doc.type, words)
+        if seq not in self:
+            self._hold(seq)
+            columns.order[seq] = columns.indexed
+            columns.indexed += 1
+        columns.cues[seq] = doc.cues if plain else None
+        if plain:
+            self._others.pop(seq, None)
+        else:
+            self._others[seq] = doc
+
+    def _hold(self, seq: int) -> None:
+        """Add ``seq`` to the held seqs, in place (last, unless it is below the largest)."""
+        seqs = self._seqs
+        if seqs and seq < seqs[-1]:
+            self._ascending = False
+            seqs.insert(bisect_left(seqs, seq), seq)
+            return
+        try:
+            seqs.append(seq)
+        except OverflowError:  # past 2**31 - 1: widen, once
+            self._seqs = array("q", seqs)
+            self._seqs.append(seq)
 
     def pop(self, seq: int) -> IndexedDoc | None:
         """Remove memory ``seq`` and return its doc (None if it had none)."""
-        if seq not in self._held:
+        if seq not in self:
             return None
         doc = self[seq]
-        del self._held[seq]
-        self.columns.words[seq] = None  # the content is no longer the index's to keep
+        del self._seqs[self._at(seq)]
+        self._others.pop(seq, None)
+        # the content and cues are no longer the index's to keep
+        self.columns.words[seq] = self.columns.cues[seq] = None
         return doc
 
 
