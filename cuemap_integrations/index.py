@@ -21,7 +21,7 @@ from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 from .postings import PostingsTable
-from .recordtable import interned
+from .recordtable import insertion_numbers, interned
 from .text import CueKeys, content_terms
 
 if TYPE_CHECKING:
@@ -161,8 +161,10 @@ class DocColumns:
         self._code_of: dict[str, int] = {}
         self.words: list[str | None] = []  # a plain doc's content (else None)
         self.cues: list[tuple[str, ...] | None] = []  # a plain doc's cues (else None)
-        self.order = array("q")  # the indexing number of each seq's last indexing
-        self.indexed = 0  # indexings so far: the next indexing number
+        # the indexing number of each seq's last indexing, kept once a DocTable indexes a seq
+        # below its largest (see DocTable._hold); then the next indexing number
+        self.order: array[int] | None = None
+        self.indexed = 0
 
     def set(self, seq: int, length: int, updated_ts: float, type: str, words: str | None) -> None:
         """Write the values of memory ``seq`` (growing the columns to hold it)."""
@@ -184,7 +186,8 @@ class DocColumns:
         hold one keep reading the same object)."""
         more = max(seq + 1, len(self.words) + len(self.words) // 8 + 1024) - len(self.words)
         for column in (self.lengths, self.updated, self.codes, self.order):
-            column.frombytes(bytes(more * column.itemsize))
+            if column is not None:
+                column.frombytes(bytes(more * column.itemsize))
         self.words.extend(repeat(None, more))
         self.cues.extend(repeat(None, more))
 
@@ -200,9 +203,10 @@ class DocTable(Mapping[int, IndexedDoc]):
 
     Which seqs the table holds is an ascending array of them (4 bytes each, found by binary
     search), not a dict keyed by seq (52 bytes per memory at 100,000 bench memories: membreak.py
-    100000). Their order is that of their indexing numbers (:attr:`DocColumns.order`): the
-    ascending order of seqs until a seq is indexed below the largest one held (a re-indexed
-    memory goes last), and only then does iterating sort.
+    100000). Their order is the ascending order of seqs until a seq is indexed below the
+    largest one held (a re-indexed memory goes last); only then does iterating sort, by
+    indexing numbers (:attr:`DocColumns.order`, kept by the store's columns from the first such
+    seq of any namespace on: until then every table was indexed in ascending order).
 
     Example:
         >>> docs = DocTable(DocColumns())
@@ -247,9 +251,10 @@ class DocTable(Mapping[int, IndexedDoc]):
         return True
 
     def __iter__(self) -> Iterator[int]:
-        if self._ascending:  # a copy, as sorted's: the caller may remove memories meanwhile
+        order = self.columns.order
+        if self._ascending or order is None:  # a copy, as sorted's: the caller may remove some
             return iter(self._seqs.tolist())
-        return iter(sorted(self._seqs, key=self.columns.order.__getitem__))
+        return iter(sorted(self._seqs, key=order.__getitem__))
 
     def __len__(self) -> int:
         return len(self._seqs)
@@ -279,8 +284,9 @@ class DocTable(Mapping[int, IndexedDoc]):
         columns.set(seq, doc.length, doc.updated_ts, doc.type, words)
         if seq not in self:
             self._hold(seq)
-            columns.order[seq] = columns.indexed
-            columns.indexed += 1
+            if columns.order is not None:
+                columns.order[seq] = columns.indexed
+                columns.indexed += 1
         columns.cues[seq] = doc.cues if plain else None
         if plain:
             self._others.pop(seq, None)
@@ -289,9 +295,11 @@ class DocTable(Mapping[int, IndexedDoc]):
 
     def _hold(self, seq: int) -> None:
         """Add ``seq`` to the held seqs, in place (last, unless it is below the largest)."""
-        seqs = self._seqs
+        seqs, columns = self._seqs, self.columns
         if seqs and seq < seqs[-1]:
             self._ascending = False
+            if columns.order is None:
+                columns.order, columns.indexed = insertion_numbers(len(columns.words))
             seqs.insert(bisect_left(seqs, seq), seq)
             return
         try:

@@ -31,7 +31,7 @@ from typing import Any, NamedTuple, Protocol
 
 from .records import CueOrigin, JSONValue, MemoryRecord, MemoryType
 
-__all__ = ["RecordHead", "RecordTable", "Row", "interned"]
+__all__ = ["RecordHead", "RecordTable", "Row", "insertion_numbers", "interned"]
 
 # The fields a row keeps only when they differ from their default (updated_at: from created_at).
 _EXTRA = ("updated_at", "tags", "last_accessed", "access_count", "expires_at", "supersedes",
@@ -150,6 +150,13 @@ def interned(strings: Iterable[str]) -> tuple[str, ...]:
         return tuple(map(sys.intern, map(str, strings)))
 
 
+def insertion_numbers(size: int) -> tuple[array[int], int]:
+    """Insertion numbers for the seqs below ``size`` of a table inserted into in ascending seq
+    order until now (their order is their seqs'), and the next insertion number: a table starts
+    keeping them only when a seq is inserted below the largest one (an update)."""
+    return array("q", range(size)), size
+
+
 def _stamp(when: datetime) -> float | datetime:
     """``when`` as POSIX seconds if converting them back gives exactly ``when`` (any date in
     centuries around now), else ``when`` itself."""
@@ -236,26 +243,26 @@ class RecordTable(MutableMapping[int, MemoryRecord]):
 
     The rows are a list indexed by ``seq`` (a hole is None), not a dict: sequence numbers are
     the store's rowids, dense from 1, and a list slot costs 8 bytes where a dict entry cost
-    about 52 (membreak.py 100000). Insertion order, which a dict kept, is kept as each seq's
-    insertion number (8 bytes more); it is the ascending order of seqs unless an older seq was
-    inserted again (a re-indexed memory goes last), and only then does iterating sort. A
-    deleted memory's slot stays (16 bytes, after reopening too: rowids stay).
+    about 52 (membreak.py 100000). Insertion order, which a dict kept, is the ascending order
+    of seqs unless an older seq was inserted again (a re-indexed memory goes last), and only
+    then does iterating sort: from then on, by each seq's insertion number (8 bytes more, kept
+    only from then on: :func:`insertion_numbers`). A deleted memory's slot stays (8 bytes, after
+    reopening too: rowids stay).
 
     The last :data:`RECENT` records read are kept built: one recall reads its hits in each of
     its passes, then again for notes and access counts."""
 
     __slots__ = (
-        "_ascending", "_count", "_inserted", "_kinds", "_order", "_recent", "_rows", "_top"
+        "_count", "_inserted", "_kinds", "_order", "_recent", "_rows", "_top"
     )  # fmt: skip
 
     RECENT = 1024
 
     def __init__(self) -> None:
         self._rows: list[Row | None] = []  # by seq
-        self._order = array("q")  # by seq: its insertion number
-        self._inserted = 0  # insertions so far (the next insertion number)
+        self._order: array[int] | None = None  # by seq: its insertion number, once not ascending
+        self._inserted = 0  # the next insertion number (while _order is kept)
         self._top = -1  # the largest seq ever inserted
-        self._ascending = True  # False once a seq was inserted below it: iterating sorts
         self._count = 0
         self._recent: dict[int, MemoryRecord] = {}  # oldest first
         self._kinds: dict[tuple[Any, ...], Any] = {}  # kind -> itself, shared by rows
@@ -277,10 +284,11 @@ class RecordTable(MutableMapping[int, MemoryRecord]):
         if rows[seq] is None:  # a new key goes last, as in a dict
             if seq > self._top:
                 self._top = seq
-            else:
-                self._ascending = False
-            self._order[seq] = self._inserted
-            self._inserted += 1
+            elif self._order is None:  # iterating sorts from now on
+                self._order, self._inserted = insertion_numbers(len(rows))
+            if self._order is not None:
+                self._order[seq] = self._inserted
+                self._inserted += 1
             self._count += 1
         rows[seq] = row
         self._recent.pop(seq, None)
@@ -292,7 +300,8 @@ class RecordTable(MutableMapping[int, MemoryRecord]):
             raise KeyError(seq)
         more = max(seq + 1, len(self._rows) + len(self._rows) // 8 + 1024) - len(self._rows)
         self._rows.extend(repeat(None, more))
-        self._order.frombytes(bytes(8 * more))
+        if self._order is not None:
+            self._order.frombytes(bytes(8 * more))
 
     def __delitem__(self, seq: int) -> None:
         self.row(seq)  # KeyError if absent
@@ -310,7 +319,7 @@ class RecordTable(MutableMapping[int, MemoryRecord]):
     def __iter__(self) -> Iterator[int]:
         rows = self._rows
         seqs = list(compress(range(len(rows)), map(is_not, rows, repeat(None))))
-        if not self._ascending:
+        if self._order is not None:
             seqs.sort(key=self._order.__getitem__)
         return iter(seqs)
 
