@@ -25,7 +25,7 @@ from array import array
 from collections.abc import Iterable, Iterator, MutableMapping
 from dataclasses import MISSING, fields
 from datetime import datetime, timezone
-from itertools import compress, repeat
+from itertools import chain, compress, repeat
 from operator import attrgetter, is_not
 from typing import Any, NamedTuple, Protocol
 
@@ -60,7 +60,7 @@ class RecordHead(Protocol):
     def is_expired(self, now: datetime) -> bool: ...
 
 
-Kind = tuple[MemoryType, str | None, str, CueOrigin, tuple[str, ...]]
+Kind = tuple[MemoryType, str | None, str, CueOrigin, tuple[str, ...] | None]
 
 
 class Row(NamedTuple):
@@ -68,7 +68,8 @@ class Row(NamedTuple):
     names)``, one tuple shared by every row with the same five (a store has a handful of
     combinations: its memories' metadata mostly has the same names). ``metadata`` holds only
     the values of those names: the one value itself when there is one name (no tuple: 56 bytes
-    less per memory, membreak.py 100000), else a tuple of them (None when there is none).
+    less per memory, membreak.py 100000), else a tuple of them (None when there is none); in a
+    row whose kind is not shared (names None), a flat ``(name, value, ...)`` tuple.
     ``extra`` is a flat ``(name, value, name, value...)`` tuple (a tuple is smaller than a
     dict) of the fields in :data:`_EXTRA` that differ from their default (usually none)."""
 
@@ -77,7 +78,7 @@ class Row(NamedTuple):
     cues: tuple[str, ...]
     kind: Kind
     stamp: float | datetime  # created_at: POSIX seconds when they convert back exactly
-    metadata: Any  # the values of the names in kind[4] (see above)
+    metadata: Any  # the values of the names in kind[4], or a flat tuple (see above)
     extra: tuple[Any, ...]
 
     @property
@@ -177,9 +178,11 @@ def pack(record: MemoryRecord, kinds: dict[tuple[Any, ...], Any]) -> Row:
         value = values[name]
         if value != default:
             extra += (name, value)
+    kind = _kind(record, kinds)
+    metadata = _values(record.metadata) if kind[4] is not None else _flat(record.metadata)
     return tuple.__new__(Row, (  # Row's own __new__ is a Python function: this is the hot path
-        record.memory_id, record.content, interned(record.cues), _kind(record, kinds),
-        _stamp(created), _values(record.metadata), tuple(extra),
+        record.memory_id, record.content, interned(record.cues), kind,
+        _stamp(created), metadata, tuple(extra),
     ))  # fmt: skip
 
 
@@ -189,20 +192,27 @@ _KINDS_SHARED = 4096  # distinct kinds a table shares (past that, as when every 
 
 def _kind(record: MemoryRecord, kinds: dict[tuple[Any, ...], Any]) -> Kind:
     """The row's ``kind`` of ``record``: the equal one in ``kinds`` (added if there is room).
-    A kind holding a str subclass (equal to a plain string's) is kept as it is."""
+    A kind that is not shared (one holding a str subclass, equal to a plain string's, or past
+    the table's room) has None for the metadata names: its row keeps them beside the values
+    in a flat tuple, as a kind of its own holding them would cost more than it saves."""
     names = tuple(record.metadata)
     kind = (record.type, record.source, record.namespace, record.cue_origin, names)
-    if type(record.namespace) is not str or type(record.source) not in _PLAIN:
-        return kind
-    if names and not all(type(name) is str for name in names):
-        return kind
-    shared = kinds.get(kind)
-    if shared is None and len(kinds) < _KINDS_SHARED:
-        shared = kinds[kind] = kind
-    return kind if shared is None else shared
+    plain = type(record.namespace) is str and type(record.source) in _PLAIN
+    if plain and all(type(name) is str for name in names):
+        shared = kinds.get(kind)
+        if shared is None and len(kinds) < _KINDS_SHARED:
+            shared = kinds[kind] = kind
+        if shared is not None:
+            return shared  # type: ignore[no-any-return]
+    return (*kind[:4], None)
 
 
 _PLAIN = (str, type(None))
+
+
+def _flat(metadata: dict[str, JSONValue]) -> tuple[Any, ...] | None:
+    """``metadata`` as ``(name, value, name, value...)``; None when empty."""
+    return tuple(chain.from_iterable(metadata.items())) if metadata else None
 
 
 def _values(metadata: dict[str, JSONValue]) -> Any:
@@ -231,8 +241,11 @@ def unpack(row: Row) -> MemoryRecord:
 
 
 def _metadata(row: Row) -> dict[str, Any]:
-    """The metadata dict of ``row``: the names in its kind with their values."""
-    names = row.kind[4]
+    """The metadata dict of ``row``: the names in its kind with their values (or its flat
+    tuple of both, when its kind is not shared)."""
+    names, metadata = row.kind[4], row.metadata
+    if names is None:
+        return {} if metadata is None else dict(zip(metadata[::2], metadata[1::2], strict=True))
     if len(names) == 1:
         return {names[0]: row.metadata}
     return dict(zip(names, row.metadata, strict=True)) if names else {}
