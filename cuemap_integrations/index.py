@@ -244,11 +244,12 @@ class DocTable(Mapping[int, IndexedDoc]):
         )  # fmt: skip
 
     def __contains__(self, seq: object) -> bool:
+        seqs = self._seqs  # no KeyError raised and caught: ingest asks this of each new seq
         try:
-            self._at(seq)  # type: ignore[arg-type]  # any object may be asked
-        except (KeyError, TypeError):
+            at = bisect_left(seqs, seq)  # type: ignore[call-overload]  # any object may be asked
+        except TypeError:  # not a number
             return False
-        return True
+        return at < len(seqs) and bool(seqs[at] == seq)
 
     def __iter__(self) -> Iterator[int]:
         order = self.columns.order
