@@ -133,15 +133,15 @@ class DocColumns:
     ``seq``: term count (``array("I")``), last update (``array("d")``), type (a 2-byte code),
     the content a plain doc's terms are derived from and its cues (lists: pointers to the
     record's own string and cue tuple), and when it was indexed (``order``: an indexing number,
-    for :class:`DocTable`'s iteration order).
+    for :class:`DocTable`'s iteration order, kept only once a memory was indexed again).
 
     Why columns: an :class:`IndexedDoc` per memory cost 96 bytes (membreak.py 20000: index
-    1,544 -> 1,473 B/mem); these cost 22 bytes, and the scorer's hot loops read a length or a
-    timestamp by ``seq`` without an object in between. Why one table per store, not one per
-    namespace: sequence numbers are the store's rowids, dense across all namespaces, so a
-    namespace's columns indexed by ``seq`` would be as long as the whole store; shared, each
-    ``seq`` has one entry. A ``seq`` no index holds any more (a deleted memory) keeps its 22
-    bytes, after reopening too (rowids stay).
+    1,544 -> 1,473 B/mem); these cost 30 bytes (38 with ``order``), and the scorer's hot loops
+    read a length or a timestamp by ``seq`` without an object in between. Why one table per
+    store, not one per namespace: sequence numbers are the store's rowids, dense across all
+    namespaces, so a namespace's columns indexed by ``seq`` would be as long as the whole
+    store; shared, each ``seq`` has one entry. A ``seq`` no index holds any more (a deleted
+    memory) keeps its 30 (38) bytes, after reopening too (rowids stay).
 
     Example:
         >>> columns = DocColumns()

@@ -259,8 +259,8 @@ class RecordTable(MutableMapping[int, MemoryRecord]):
     about 52 (membreak.py 100000). Insertion order, which a dict kept, is the ascending order
     of seqs unless an older seq was inserted again (a re-indexed memory goes last), and only
     then does iterating sort: from then on, by each seq's insertion number (8 bytes more, kept
-    only from then on: :func:`insertion_numbers`). A deleted memory's slot stays (8 bytes, after
-    reopening too: rowids stay).
+    only from then on: :func:`insertion_numbers`). A deleted memory's slot stays (8 bytes, 16
+    with its number; after reopening too: rowids stay).
 
     The last :data:`RECENT` records read are kept built: one recall reads its hits in each of
     its passes, then again for notes and access counts."""
