@@ -13,6 +13,7 @@ posting change goes through :meth:`NamespaceIndex._put` / :meth:`NamespaceIndex.
 from __future__ import annotations
 
 from array import array
+from bisect import bisect_left
 from collections import Counter, defaultdict, deque
 from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -20,8 +21,8 @@ from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 from .postings import PostingsTable
-from .recordtable import interned
-from .text import CueLexicon, content_terms
+from .recordtable import insertion_numbers, interned
+from .text import CueKeys, content_terms
 
 if TYPE_CHECKING:
     from .arrays import ArrayView
@@ -129,17 +130,18 @@ _ALL_ONES: dict[bytes, bytes] = {}  # b"\x01" * n -> itself: as many as distinct
 
 class DocColumns:
     """The per-memory values of every namespace index of one store, as columns indexed by
-    ``seq``: term count (``array("I")``), last update (``array("d")``), type (a 2-byte code)
-    and the content a plain doc's terms are derived from (a list: a pointer to the record's
-    own string).
+    ``seq``: term count (``array("I")``), last update (``array("d")``), type (a 2-byte code),
+    the content a plain doc's terms are derived from and its cues (lists: pointers to the
+    record's own string and cue tuple), and when it was indexed (``order``: an indexing number,
+    for :class:`DocTable`'s iteration order, kept only once a memory was indexed again).
 
     Why columns: an :class:`IndexedDoc` per memory cost 96 bytes (membreak.py 20000: index
-    1,544 -> 1,473 B/mem); these cost 22 bytes, and the scorer's hot loops read a length or a
-    timestamp by ``seq`` without an object in between. Why one table per store, not one per
-    namespace: sequence numbers are the store's rowids, dense across all namespaces, so a
-    namespace's columns indexed by ``seq`` would be as long as the whole store; shared, each
-    ``seq`` has one entry. A ``seq`` no index holds any more (a deleted memory) keeps its 22
-    bytes, after reopening too (rowids stay).
+    1,544 -> 1,473 B/mem); these cost 30 bytes (38 with ``order``), and the scorer's hot loops
+    read a length or a timestamp by ``seq`` without an object in between. Why one table per
+    store, not one per namespace: sequence numbers are the store's rowids, dense across all
+    namespaces, so a namespace's columns indexed by ``seq`` would be as long as the whole
+    store; shared, each ``seq`` has one entry. A ``seq`` no index holds any more (a deleted
+    memory) keeps its 30 (38) bytes, after reopening too (rowids stay).
 
     Example:
         >>> columns = DocColumns()
@@ -148,7 +150,8 @@ class DocColumns:
         (5, 1.5, 'fact', 1024)
     """
 
-    __slots__ = ("_code_of", "codes", "lengths", "types", "updated", "words")
+    __slots__ = ("_code_of", "codes", "cues", "indexed", "lengths", "order", "types", "updated",
+                 "words")  # fmt: skip
 
     def __init__(self) -> None:
         self.lengths = array("I")
@@ -157,6 +160,11 @@ class DocColumns:
         self.types: list[str] = []
         self._code_of: dict[str, int] = {}
         self.words: list[str | None] = []  # a plain doc's content (else None)
+        self.cues: list[tuple[str, ...] | None] = []  # a plain doc's cues (else None)
+        # the indexing number of each seq's last indexing, kept once a DocTable indexes a seq
+        # below its largest (see DocTable._hold); then the next indexing number
+        self.order: array[int] | None = None
+        self.indexed = 0
 
     def set(self, seq: int, length: int, updated_ts: float, type: str, words: str | None) -> None:
         """Write the values of memory ``seq`` (growing the columns to hold it)."""
@@ -177,18 +185,28 @@ class DocColumns:
         """Room for ``seq``, and for about an eighth more (arrays grow in place: readers that
         hold one keep reading the same object)."""
         more = max(seq + 1, len(self.words) + len(self.words) // 8 + 1024) - len(self.words)
-        for column in (self.lengths, self.updated, self.codes):
-            column.frombytes(bytes(more * column.itemsize))
+        for column in (self.lengths, self.updated, self.codes, self.order):
+            if column is not None:
+                column.frombytes(bytes(more * column.itemsize))
         self.words.extend(repeat(None, more))
+        self.cues.extend(repeat(None, more))
 
 
 class DocTable(Mapping[int, IndexedDoc]):
     """``seq -> IndexedDoc`` of one namespace, in the order memories were (last) indexed.
 
     A *plain* doc (its words are the content, no tags, no neighbour context: every memory but
-    transcript turns and tagged ones) keeps only its cue tuple here, the record's own; its other
-    fields are in the store's :class:`DocColumns`, and reading it builds an :class:`IndexedDoc`
-    on the spot (explanations and removal read a handful). Other docs are kept as they are.
+    transcript turns and tagged ones) keeps nothing of its own: its cue tuple (the record's
+    own) and its other fields are in the store's :class:`DocColumns`, and reading it builds an
+    :class:`IndexedDoc` on the spot (explanations and removal read a handful). Other docs are
+    kept as they are, in a dict.
+
+    Which seqs the table holds is an ascending array of them (4 bytes each, found by binary
+    search), not a dict keyed by seq (52 bytes per memory at 100,000 bench memories: membreak.py
+    100000). Their order is the ascending order of seqs until a seq is indexed below the
+    largest one held (a re-indexed memory goes last); only then does iterating sort, by
+    indexing numbers (:attr:`DocColumns.order`, kept by the store's columns from the first such
+    seq of any namespace on: until then every table was indexed in ascending order).
 
     Example:
         >>> docs = DocTable(DocColumns())
@@ -197,56 +215,109 @@ class DocTable(Mapping[int, IndexedDoc]):
         (('port',), 5, ('port',), (), [7], False)
     """
 
-    __slots__ = ("_held", "columns")
+    __slots__ = ("_ascending", "_others", "_seqs", "columns")
 
     def __init__(self, columns: DocColumns) -> None:
-        self._held: dict[int, tuple[str, ...] | IndexedDoc] = {}
+        self._seqs = array("i")  # the seqs held, ascending ("q" once one is past 2**31 - 1)
+        self._others: dict[int, IndexedDoc] = {}  # the docs that are not plain
+        self._ascending = True  # False once a seq was indexed below the largest: iterating sorts
         self.columns = columns
 
+    def _at(self, seq: int) -> int:
+        """The position of ``seq`` in the held seqs; KeyError if it is not held."""
+        seqs = self._seqs
+        at = bisect_left(seqs, seq)
+        if at == len(seqs) or seqs[at] != seq:
+            raise KeyError(seq)
+        return at
+
     def __getitem__(self, seq: int) -> IndexedDoc:
-        held = self._held[seq]
-        if isinstance(held, IndexedDoc):
+        held = self._others.get(seq)
+        if held is not None:
             return held
+        self._at(seq)
         columns = self.columns
         words: Any = columns.words[seq]  # a plain doc's content
         return IndexedDoc(
-            held, (), words, columns.lengths[seq], columns.updated[seq], columns.type_of(seq)
-        )
+            columns.cues[seq],  # type: ignore[arg-type]  # a plain doc's: not None
+            (), words, columns.lengths[seq], columns.updated[seq], columns.type_of(seq),
+        )  # fmt: skip
 
     def __contains__(self, seq: object) -> bool:
-        return seq in self._held
+        seqs = self._seqs  # no KeyError raised and caught: ingest asks this of each new seq
+        try:
+            at = bisect_left(seqs, seq)  # type: ignore[call-overload]  # any object may be asked
+        except TypeError:  # not a number
+            return False
+        return at < len(seqs) and bool(seqs[at] == seq)
 
     def __iter__(self) -> Iterator[int]:
-        return iter(self._held)
+        order = self.columns.order
+        if self._ascending or order is None:  # a copy, as sorted's: the caller may remove some
+            return iter(self._seqs.tolist())
+        return iter(sorted(self._seqs, key=order.__getitem__))
 
     def __len__(self) -> int:
-        return len(self._held)
+        return len(self._seqs)
 
     def cues(self, seq: int) -> tuple[str, ...]:
         """The cues memory ``seq`` indexed (without building its doc)."""
-        held = self._held[seq]
-        return held.cues if isinstance(held, IndexedDoc) else held
+        held = self._others.get(seq)
+        if held is not None:
+            return held.cues
+        self._at(seq)
+        return self.columns.cues[seq]  # type: ignore[return-value]  # a plain doc's: not None
 
     def tags(self, seq: int) -> tuple[str, ...]:
         """The tags memory ``seq`` indexed (without building its doc)."""
-        held = self._held[seq]
-        return held.tags if isinstance(held, IndexedDoc) else ()
+        held = self._others.get(seq)
+        if held is not None:
+            return held.tags
+        self._at(seq)
+        return ()
 
     def put(self, seq: int, doc: IndexedDoc) -> None:
         """Index ``doc`` as memory ``seq``: a new seq goes last, one already held keeps its
         place (as in a dict: :meth:`NamespaceIndex.add` pops a re-indexed memory first)."""
         plain = isinstance(doc.words, str) and not doc.tags and not doc.context_names
         words = doc.words if isinstance(doc.words, str) and plain else None
-        self.columns.set(seq, doc.length, doc.updated_ts, doc.type, words)
-        self._held[seq] = doc.cues if plain else doc
+        columns = self.columns
+        columns.set(seq, doc.length, doc.updated_ts, doc.type, words)
+        if seq not in self:
+            self._hold(seq)
+            if columns.order is not None:
+                columns.order[seq] = columns.indexed
+                columns.indexed += 1
+        columns.cues[seq] = doc.cues if plain else None
+        if plain:
+            self._others.pop(seq, None)
+        else:
+            self._others[seq] = doc
+
+    def _hold(self, seq: int) -> None:
+        """Add ``seq`` to the held seqs, in place (last, unless it is below the largest)."""
+        seqs, columns = self._seqs, self.columns
+        if seqs and seq < seqs[-1]:
+            self._ascending = False
+            if columns.order is None:
+                columns.order, columns.indexed = insertion_numbers(len(columns.words))
+            seqs.insert(bisect_left(seqs, seq), seq)
+            return
+        try:
+            seqs.append(seq)
+        except OverflowError:  # past 2**31 - 1: widen, once
+            self._seqs = array("q", seqs)
+            self._seqs.append(seq)
 
     def pop(self, seq: int) -> IndexedDoc | None:
         """Remove memory ``seq`` and return its doc (None if it had none)."""
-        if seq not in self._held:
+        if seq not in self:
             return None
         doc = self[seq]
-        del self._held[seq]
-        self.columns.words[seq] = None  # the content is no longer the index's to keep
+        del self._seqs[self._at(seq)]
+        self._others.pop(seq, None)
+        # the content and cues are no longer the index's to keep
+        self.columns.words[seq] = self.columns.cues[seq] = None
         return doc
 
 
@@ -262,8 +333,9 @@ class NamespaceIndex:
         self._tables = {"cue": self.cues, "tag": self.tags, "term": self.terms}
         self.docs = DocTable(DocColumns() if columns is None else columns)
         self.total_length = 0
-        self.cue_lexicon = CueLexicon()
-        self.tag_lexicon = CueLexicon()
+        # the cues (tags) that have postings: kept in step by _put_many, flush and _drop
+        self.cue_lexicon = CueKeys(self.cues)
+        self.tag_lexicon = CueKeys(self.tags)
         self.view: ArrayView | None = None  # created by arrays.view_of on first large query
         # values recalls derive from the postings alone (a concept's postings and document
         # frequency, asked by every pass of every recall): any posting change clears it
@@ -349,11 +421,13 @@ class NamespaceIndex:
         One call per memory and kind, not per posting: ingest makes dozens of postings per
         memory, and this loop is the index's share of its cost."""
         self.derived.clear()
-        put = self._tables[kind].put
+        table = self._tables[kind]
+        new = [] if kind == "term" else [key for key in keys if key not in table]
+        put = table.put
         for key, value in zip(keys, values or repeat(1.0, len(keys)), strict=True):
             put(key, seq, value)
-        if kind != "term":  # the core normalizes every cue and tag
-            (self.cue_lexicon if kind == "cue" else self.tag_lexicon).add_all(keys)
+        if new:  # the core normalizes every cue and tag
+            _drain(map((self.cue_lexicon if kind == "cue" else self.tag_lexicon).insert, new))
         if self.view is not None:
             for key, value in zip(keys, values or repeat(1.0, len(keys)), strict=True):
                 self.view.put(kind, key, seq, value)
@@ -383,10 +457,11 @@ class NamespaceIndex:
             return
         self.derived.clear()
         for kind, seqs_of in pending.seqs.items():
-            if kind != "term":  # a memory posts a cue (tag) once: one reference per seq
+            table = self._tables[kind]
+            if kind != "term":  # the cues (tags) posted for the first time
                 lexicon = self.cue_lexicon if kind == "cue" else self.tag_lexicon
-                lexicon.add_counted((key, len(seqs)) for key, seqs in seqs_of.items())
-            extend = self._tables[kind].extend
+                _drain(map(lexicon.insert, [key for key in seqs_of if key not in table]))
+            extend = table.extend
             for key, seqs in seqs_of.items():  # keys in the order they were first posted
                 extend(key, seqs, None)
             for key, pairs in pending.pairs[kind].items():
@@ -395,9 +470,10 @@ class NamespaceIndex:
     def _drop(self, kind: str, key: str, seq: int) -> None:
         self.flush()  # the posting may still be pending
         self.derived.clear()
-        self._tables[kind].drop(key, seq)
-        if kind != "term":
-            (self.cue_lexicon if kind == "cue" else self.tag_lexicon).discard(key, normalized=True)
+        table = self._tables[kind]
+        table.drop(key, seq)
+        if kind != "term" and key not in table:  # its last posting
+            (self.cue_lexicon if kind == "cue" else self.tag_lexicon).remove(key)
         if self.view is not None:
             self.view.drop(kind, key, seq)
 

@@ -31,7 +31,7 @@ from typing import Any, NamedTuple, Protocol
 
 from .records import CueOrigin, JSONValue, MemoryRecord, MemoryType
 
-__all__ = ["RecordHead", "RecordTable", "Row", "interned"]
+__all__ = ["RecordHead", "RecordTable", "Row", "insertion_numbers", "interned"]
 
 # The fields a row keeps only when they differ from their default (updated_at: from created_at).
 _EXTRA = ("updated_at", "tags", "last_accessed", "access_count", "expires_at", "supersedes",
@@ -61,19 +61,25 @@ class RecordHead(Protocol):
     def is_expired(self, now: datetime) -> bool: ...
 
 
+Kind = tuple[MemoryType, str | None, str, CueOrigin, tuple[str, ...] | None]
+
+
 class Row(NamedTuple):
-    """One memory, packed. ``kind`` is ``(type, source, namespace, cue_origin)``, one tuple
-    shared by every row with the same four (a store has a handful of combinations).
-    ``metadata`` and ``extra`` are flat ``(name, value, name, value...)`` tuples (a tuple is
-    smaller than a dict): its metadata, and the fields in :data:`_EXTRA` that differ from their
-    default (usually none)."""
+    """One memory, packed. ``kind`` is ``(type, source, namespace, cue_origin, metadata
+    names)``, one tuple shared by every row with the same five (a store has a handful of
+    combinations: its memories' metadata mostly has the same names). ``metadata`` holds only
+    the values of those names: the one value itself when there is one name (no tuple: 56 bytes
+    less per memory, membreak.py 100000), else a tuple of them (None when there is none); in a
+    row whose kind is not shared (names None), a flat ``(name, value, ...)`` tuple.
+    ``extra`` is a flat ``(name, value, name, value...)`` tuple (a tuple is smaller than a
+    dict) of the fields in :data:`_EXTRA` that differ from their default (usually none)."""
 
     memory_id: str
     content: str
     cues: tuple[str, ...]
-    kind: tuple[MemoryType, str | None, str, CueOrigin]
+    kind: Kind
     stamp: float | datetime  # created_at: POSIX seconds when they convert back exactly
-    metadata: tuple[Any, ...] | None  # None when empty
+    metadata: Any  # the values of the names in kind[4], or a flat tuple (see above)
     extra: tuple[Any, ...]
 
     @property
@@ -150,6 +156,13 @@ def interned(strings: Iterable[str]) -> tuple[str, ...]:
         return tuple(map(sys.intern, map(str, strings)))
 
 
+def insertion_numbers(size: int) -> tuple[array[int], int]:
+    """Insertion numbers for the seqs below ``size`` of a table inserted into in ascending seq
+    order until now (their order is their seqs'), and the next insertion number: a table starts
+    keeping them only when a seq is inserted below the largest one (an update)."""
+    return array("q", range(size)), size
+
+
 def _stamp(when: datetime) -> float | datetime:
     """``when`` as POSIX seconds if converting them back gives exactly ``when`` (any date in
     centuries around now), else ``when`` itself."""
@@ -170,9 +183,11 @@ def pack(record: MemoryRecord, kinds: dict[tuple[Any, ...], Any]) -> Row:
         value = values[name]
         if value != default:
             extra += (name, value)
+    kind = _kind(record, kinds)
+    metadata = _values(record.metadata) if kind[4] is not None else _flat(record.metadata)
     return tuple.__new__(Row, (  # Row's own __new__ is a Python function: this is the hot path
-        record.memory_id, record.content, interned(record.cues), _kind(record, kinds),
-        _stamp(created), _flat(record.metadata), tuple(extra),
+        record.memory_id, record.content, interned(record.cues), kind,
+        _stamp(created), metadata, tuple(extra),
     ))  # fmt: skip
 
 
@@ -180,26 +195,37 @@ _KINDS_SHARED = 4096  # distinct kinds a table shares (past that, as when every 
 # sharing would save nothing: a row keeps its own)
 
 
-def _kind(
-    record: MemoryRecord, kinds: dict[tuple[Any, ...], Any]
-) -> tuple[MemoryType, str | None, str, CueOrigin]:
+def _kind(record: MemoryRecord, kinds: dict[tuple[Any, ...], Any]) -> Kind:
     """The row's ``kind`` of ``record``: the equal one in ``kinds`` (added if there is room).
-    A kind holding a str subclass (equal to a plain string's) is kept as it is."""
-    kind = (record.type, record.source, record.namespace, record.cue_origin)
-    if type(record.namespace) is not str or type(record.source) not in _PLAIN:
-        return kind
-    shared = kinds.get(kind)
-    if shared is None and len(kinds) < _KINDS_SHARED:
-        shared = kinds[kind] = kind
-    return kind if shared is None else shared
+    A kind that is not shared (one holding a str subclass, equal to a plain string's, or past
+    the table's room) has None for the metadata names: its row keeps them beside the values
+    in a flat tuple, as a kind of its own holding them would cost more than it saves."""
+    names = tuple(record.metadata)
+    kind = (record.type, record.source, record.namespace, record.cue_origin, names)
+    plain = type(record.namespace) is str and type(record.source) in _PLAIN
+    if plain and all(type(name) is str for name in names):
+        shared = kinds.get(kind)
+        if shared is None and len(kinds) < _KINDS_SHARED:
+            shared = kinds[kind] = kind
+        if shared is not None:
+            return shared  # type: ignore[no-any-return]
+    return (*kind[:4], None)
 
 
 _PLAIN = (str, type(None))
 
 
-def _flat(metadata: dict[str, JSONValue] | None) -> tuple[Any, ...] | None:
+def _flat(metadata: dict[str, JSONValue]) -> tuple[Any, ...] | None:
     """``metadata`` as ``(name, value, name, value...)``; None when empty."""
     return tuple(chain.from_iterable(metadata.items())) if metadata else None
+
+
+def _values(metadata: dict[str, JSONValue]) -> Any:
+    """The :attr:`Row.metadata` of ``metadata``: its one value, or a tuple of its values (None
+    when empty); its names are in the row's kind."""
+    if len(metadata) == 1:
+        return next(iter(metadata.values()))
+    return tuple(metadata.values()) if metadata else None
 
 
 def unpack(row: Row) -> MemoryRecord:
@@ -211,7 +237,7 @@ def unpack(row: Row) -> MemoryRecord:
         "source": row.source, "namespace": row.namespace, "last_accessed": None,
         "access_count": 0, "expires_at": None, "supersedes": None, "superseded_by": None,
         "superseded_at": None, "key": None,
-        "metadata": _pairs(row.metadata), "cue_origin": row.cue_origin,
+        "metadata": _metadata(row), "cue_origin": row.cue_origin,
     }  # fmt: skip
     extra = row.extra
     if extra:
@@ -219,9 +245,15 @@ def unpack(row: Row) -> MemoryRecord:
     return MemoryRecord._unchecked(values)
 
 
-def _pairs(flat: tuple[Any, ...] | None) -> dict[str, Any]:
-    """The dict a flat ``(name, value, ...)`` tuple stands for (empty for None)."""
-    return {} if flat is None else dict(zip(flat[::2], flat[1::2], strict=True))
+def _metadata(row: Row) -> dict[str, Any]:
+    """The metadata dict of ``row``: the names in its kind with their values (or its flat
+    tuple of both, when its kind is not shared)."""
+    names, metadata = row.kind[4], row.metadata
+    if names is None:
+        return {} if metadata is None else dict(zip(metadata[::2], metadata[1::2], strict=True))
+    if len(names) == 1:
+        return {names[0]: row.metadata}
+    return dict(zip(names, row.metadata, strict=True)) if names else {}
 
 
 class RecordTable(MutableMapping[int, MemoryRecord]):
@@ -229,26 +261,26 @@ class RecordTable(MutableMapping[int, MemoryRecord]):
 
     The rows are a list indexed by ``seq`` (a hole is None), not a dict: sequence numbers are
     the store's rowids, dense from 1, and a list slot costs 8 bytes where a dict entry cost
-    about 52 (membreak.py 100000). Insertion order, which a dict kept, is kept as each seq's
-    insertion number (8 bytes more); it is the ascending order of seqs unless an older seq was
-    inserted again (a re-indexed memory goes last), and only then does iterating sort. A
-    deleted memory's slot stays (16 bytes, after reopening too: rowids stay).
+    about 52 (membreak.py 100000). Insertion order, which a dict kept, is the ascending order
+    of seqs unless an older seq was inserted again (a re-indexed memory goes last), and only
+    then does iterating sort: from then on, by each seq's insertion number (8 bytes more, kept
+    only from then on: :func:`insertion_numbers`). A deleted memory's slot stays (8 bytes, 16
+    with its number; after reopening too: rowids stay).
 
     The last :data:`RECENT` records read are kept built: one recall reads its hits in each of
     its passes, then again for notes and access counts."""
 
     __slots__ = (
-        "_ascending", "_count", "_inserted", "_kinds", "_order", "_recent", "_rows", "_top"
+        "_count", "_inserted", "_kinds", "_order", "_recent", "_rows", "_top"
     )  # fmt: skip
 
     RECENT = 1024
 
     def __init__(self) -> None:
         self._rows: list[Row | None] = []  # by seq
-        self._order = array("q")  # by seq: its insertion number
-        self._inserted = 0  # insertions so far (the next insertion number)
+        self._order: array[int] | None = None  # by seq: its insertion number, once not ascending
+        self._inserted = 0  # the next insertion number (while _order is kept)
         self._top = -1  # the largest seq ever inserted
-        self._ascending = True  # False once a seq was inserted below it: iterating sorts
         self._count = 0
         self._recent: dict[int, MemoryRecord] = {}  # oldest first
         self._kinds: dict[tuple[Any, ...], Any] = {}  # kind -> itself, shared by rows
@@ -270,10 +302,11 @@ class RecordTable(MutableMapping[int, MemoryRecord]):
         if rows[seq] is None:  # a new key goes last, as in a dict
             if seq > self._top:
                 self._top = seq
-            else:
-                self._ascending = False
-            self._order[seq] = self._inserted
-            self._inserted += 1
+            elif self._order is None:  # iterating sorts from now on
+                self._order, self._inserted = insertion_numbers(len(rows))
+            if self._order is not None:
+                self._order[seq] = self._inserted
+                self._inserted += 1
             self._count += 1
         rows[seq] = row
         self._recent.pop(seq, None)
@@ -285,7 +318,8 @@ class RecordTable(MutableMapping[int, MemoryRecord]):
             raise KeyError(seq)
         more = max(seq + 1, len(self._rows) + len(self._rows) // 8 + 1024) - len(self._rows)
         self._rows.extend(repeat(None, more))
-        self._order.frombytes(bytes(8 * more))
+        if self._order is not None:
+            self._order.frombytes(bytes(8 * more))
 
     def __delitem__(self, seq: int) -> None:
         self.row(seq)  # KeyError if absent
@@ -303,7 +337,7 @@ class RecordTable(MutableMapping[int, MemoryRecord]):
     def __iter__(self) -> Iterator[int]:
         rows = self._rows
         seqs = list(compress(range(len(rows)), map(is_not, rows, repeat(None))))
-        if not self._ascending:
+        if self._order is not None:
             seqs.sort(key=self._order.__getitem__)
         return iter(seqs)
 

@@ -33,7 +33,7 @@ import functools
 import re
 import sys
 import unicodedata
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Container, Hashable, Iterable, Sequence
 from datetime import date
 from itertools import chain, compress, filterfalse, islice, repeat
 from operator import not_
@@ -43,6 +43,7 @@ __all__ = [
     "CJK_FUNCTION_WORDS",
     "CJK_STOP_CHARS",
     "STOP_WORDS",
+    "CueKeys",
     "CueLexicon",
     "content_terms",
     "derive_cues",
@@ -612,9 +613,11 @@ def _ascii_id_re(text: str, general: re.Pattern[str], no_slash: re.Pattern[str])
     return general if "/" in text else no_slash
 
 
-@_memoized
 def _is_identifier(token: str) -> bool:
-    return any(ch in _SEPARATORS for ch in token)
+    """True when ``token`` holds a separator. Not memoized: one C-level set test, asked once per
+    distinct word (by the memoized :func:`_is_salient_word`), where a memo kept an entry per
+    distinct word (38 bytes per memory at 100,000 bench memories, each of which has a new one)."""
+    return not _SEPARATORS.isdisjoint(token)
 
 
 def _atoms(segment: str) -> list[str]:
@@ -1224,8 +1227,9 @@ def _as_tuple(held: _Held) -> tuple[str, ...]:
     return (held,) if isinstance(held, str) else held
 
 
-class CueLexicon:
-    """Known cues, found in a query by longest match over :func:`query_units`.
+class CueKeys:
+    """Known cues, found in a query by longest match over :func:`query_units`; each cue is
+    inserted once and removed once (:class:`CueLexicon` counts references instead).
 
     The trie is stored flattened: a dict from each cue's units (a bare string for one unit, else
     a tuple) to the cue string(s) ending there, plus the set of key lengths present. Looking up
@@ -1233,9 +1237,161 @@ class CueLexicon:
     longest key) for a whole query) and no intermediate node is ever allocated, which keeps a
     million cues at roughly 200-250 bytes each.
 
-    Cues are normalized on the way in and returned normalized. Several cue strings may share a
-    key (``orders`` and ``order`` both key ``'order'``): all of them are returned, sorted, so
-    the output never depends on the order cues were added. ``add`` is reference counted.
+    Cues are inserted normalized and returned normalized. Several cue strings may share a key
+    (``orders`` and ``order`` both key ``'order'``): all of them are returned, sorted, so the
+    output never depends on the order cues were added.
+
+    A cue that is its own key (a word that stems to itself: about 80% of the cues of the bench
+    corpus) is not in the dict: ``own``, a container of every cue held, answers for it (a
+    single-unit key ``u`` holds ``u`` itself when ``u`` is in ``own`` and keys itself). The
+    caller keeps ``own`` in step: :class:`CueLexicon` passes its reference counts; a namespace
+    index passes its postings table, as a cue is known while it has postings (the index
+    inserts it with its first posting and removes it with its last one). Neither then keeps a
+    second dict entry per distinct cue (membreak.py 100000: reference counts 38 bytes per
+    memory, own keys 42).
+
+    Example:
+        >>> keys = CueKeys(own := {"port": 1, "orders": 1})
+        >>> for cue in ("port", "orders"):
+        ...     keys.insert(cue)
+        >>> keys.match("support the port order"), "port" in keys, len(keys)
+        (['port', 'orders'], True, 2)
+    """
+
+    def __init__(self, own: Container[str]) -> None:
+        self._own = own
+        self._keys: dict[_Key, _Held] = {}  # the cues that are not their own key
+        self._length_counts: dict[int, int] = {}  # key length -> keys (own keys: cues)
+        self._lengths: tuple[int, ...] = ()  # distinct key lengths, longest first
+        self._count = 0  # cues inserted (punctuation-only ones too: see _insert)
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __contains__(self, cue: object) -> bool:
+        if not isinstance(cue, str):
+            return False
+        norm = normalize(cue)
+        return bool(norm) and norm in self._held(self._key_of(norm))
+
+    def insert(self, cue: str) -> None:
+        """Add the normalized ``cue``, not held yet (an empty one is ignored)."""
+        if cue:
+            self._count += 1
+            self._insert(cue)
+
+    def remove(self, cue: str) -> None:
+        """Remove the normalized ``cue``, held (an empty one is ignored)."""
+        if cue:
+            self._count -= 1
+            self._remove(cue)
+
+    def match(self, query: str) -> list[str]:
+        """The known cues in ``query``, ordered by first occurrence, without duplicates.
+
+        Left to right, the longest cue key starting at a unit is taken and the scan resumes
+        after it; in addition every unit, and every part of an identifier unit (``/ops/x-y`` →
+        ``ops``, ``x-y``, ``x``, ``y``), is looked up as a single-unit key. Latin units are whole
+        words, so ``port`` is never found inside ``support``; CJK units are characters, so
+        ``订单超时`` is found anywhere.
+
+        Args:
+            query: free text (normalized here).
+
+        Returns:
+            The matched cue strings.
+        """
+        if not self._length_counts:  # an empty lexicon (e.g. the tags of a store without any)
+            return []
+        units = query_units(query)
+        found: dict[str, None] = {}
+        resume = 0
+        for i, unit in enumerate(units):
+            if i >= resume:
+                resume, cues = self._longest(units, i)
+                found.update(dict.fromkeys(cues))
+            for single in (unit, *(_stem(p) for p in _parts(unit))):
+                found.update(dict.fromkeys(self.unit_cues(single)))
+        return list(found)
+
+    def unit_cues(self, unit: str) -> tuple[str, ...]:
+        """The cues whose key is the one unit ``unit`` (a stemmed word, as :func:`query_units`
+        gives it): what :meth:`match` finds for it."""
+        return self._held(unit)
+
+    def _held(self, key: _Key) -> tuple[str, ...]:
+        """The cues of ``key`` (sorted): those in the dict, and the key itself if it is a cue
+        that is its own key."""
+        held = _as_tuple(self._keys.get(key, ()))
+        if isinstance(key, str) and key in self._own and self._key_of(key) == key:
+            return tuple(sorted((key, *held))) if held else (key,)
+        return held
+
+    def _longest(self, units: list[str], start: int) -> tuple[int, tuple[str, ...]]:
+        """End (exclusive) and cues of the longest key at ``start``; ``(start + 1, ())`` if none."""
+        for length in self._lengths:
+            if start + length <= len(units):
+                key = units[start] if length == 1 else tuple(units[start : start + length])
+                held = self._held(key)
+                if held:
+                    return start + length, held
+        return start + 1, ()
+
+    def _key_of(self, cue: str) -> _Key:
+        if cue.isascii() and cue.isalnum() and cue == cue.lower():
+            # One lower-case ASCII word (most new cues: a name, a number): query_units would
+            # find it whole and stem or mark it; this skips the normalize and scan (and their
+            # cache entries) that bulk ingest otherwise pays for each new cue.
+            unit = _STOP_MARK + cue if cue in STOP_WORDS else _stem(cue)
+            return cue if unit == cue else sys.intern(unit)
+        units = query_units(cue)
+        if units == [cue]:
+            return cue  # share the string object the reference count already holds
+        if len(units) == 1:
+            return sys.intern(units[0])
+        # Interned: units such as CJK characters and common words recur across many keys.
+        return tuple(sys.intern(u) for u in units)
+
+    def _insert(self, cue: str) -> None:
+        key = self._key_of(cue)
+        if not key:  # punctuation only: counted, but no query can ever contain it
+            return
+        if key == cue:  # its own key: held by self._own (a cue, not a key, counted)
+            self._count_length(1, 1)
+            return
+        held = self._keys.get(key)
+        self._keys[key] = cue if held is None else tuple(sorted((*_as_tuple(held), cue)))
+        if held is None:
+            self._count_length(len(_as_tuple(key)), 1)
+
+    def _remove(self, cue: str) -> None:
+        key = self._key_of(cue)
+        if key == cue:
+            self._count_length(1, -1)
+            return
+        held = self._keys.get(key)
+        if held is None:
+            return
+        rest = tuple(c for c in _as_tuple(held) if c != cue)
+        if rest:
+            self._keys[key] = rest[0] if len(rest) == 1 else rest
+        else:
+            del self._keys[key]
+            self._count_length(len(_as_tuple(key)), -1)
+
+    def _count_length(self, length: int, delta: int) -> None:
+        count = self._length_counts.get(length, 0) + delta
+        if count:
+            self._length_counts[length] = count
+        else:
+            del self._length_counts[length]
+        if count == 0 or (count == 1 and delta == 1):  # a length appeared or vanished
+            self._lengths = tuple(sorted(self._length_counts, reverse=True))
+
+
+class CueLexicon(CueKeys):
+    """:class:`CueKeys` with a reference count per cue: ``add`` and ``discard`` it any number
+    of times (it is known while its count is above zero).
 
     Example:
         >>> lex = CueLexicon()
@@ -1249,9 +1405,7 @@ class CueLexicon:
 
     def __init__(self) -> None:
         self._refs: dict[str, int] = {}
-        self._keys: dict[_Key, _Held] = {}
-        self._length_counts: dict[int, int] = {}
-        self._lengths: tuple[int, ...] = ()  # distinct key lengths, longest first
+        super().__init__(self._refs)
 
     def __len__(self) -> int:
         return len(self._refs)
@@ -1297,91 +1451,3 @@ class CueLexicon:
         elif count == 1:
             del self._refs[norm]
             self._remove(norm)
-
-    def match(self, query: str) -> list[str]:
-        """The known cues in ``query``, ordered by first occurrence, without duplicates.
-
-        Left to right, the longest cue key starting at a unit is taken and the scan resumes
-        after it; in addition every unit, and every part of an identifier unit (``/ops/x-y`` →
-        ``ops``, ``x-y``, ``x``, ``y``), is looked up as a single-unit key. Latin units are whole
-        words, so ``port`` is never found inside ``support``; CJK units are characters, so
-        ``订单超时`` is found anywhere.
-
-        Args:
-            query: free text (normalized here).
-
-        Returns:
-            The matched cue strings.
-        """
-        if not self._keys:  # an empty lexicon (e.g. the tags of a store without any)
-            return []
-        units = query_units(query)
-        found: dict[str, None] = {}
-        resume = 0
-        for i, unit in enumerate(units):
-            if i >= resume:
-                resume, cues = self._longest(units, i)
-                found.update(dict.fromkeys(cues))
-            for single in (unit, *(_stem(p) for p in _parts(unit))):
-                found.update(dict.fromkeys(self.unit_cues(single)))
-        return list(found)
-
-    def unit_cues(self, unit: str) -> tuple[str, ...]:
-        """The cues whose key is the one unit ``unit`` (a stemmed word, as :func:`query_units`
-        gives it): what :meth:`match` finds for it, in one look-up."""
-        return _as_tuple(self._keys.get(unit, ()))
-
-    def _longest(self, units: list[str], start: int) -> tuple[int, tuple[str, ...]]:
-        """End (exclusive) and cues of the longest key at ``start``; ``(start + 1, ())`` if none."""
-        for length in self._lengths:
-            if start + length <= len(units):
-                key = units[start] if length == 1 else tuple(units[start : start + length])
-                held = self._keys.get(key)
-                if held is not None:
-                    return start + length, _as_tuple(held)
-        return start + 1, ()
-
-    def _key_of(self, cue: str) -> _Key:
-        if cue.isascii() and cue.isalnum() and cue == cue.lower():
-            # One lower-case ASCII word (most new cues: a name, a number): query_units would
-            # find it whole and stem or mark it; this skips the normalize and scan (and their
-            # cache entries) that bulk ingest otherwise pays for each new cue.
-            unit = _STOP_MARK + cue if cue in STOP_WORDS else _stem(cue)
-            return cue if unit == cue else sys.intern(unit)
-        units = query_units(cue)
-        if units == [cue]:
-            return cue  # share the string object the reference count already holds
-        if len(units) == 1:
-            return sys.intern(units[0])
-        # Interned: units such as CJK characters and common words recur across many keys.
-        return tuple(sys.intern(u) for u in units)
-
-    def _insert(self, cue: str) -> None:
-        key = self._key_of(cue)
-        if not key:  # punctuation only: counted, but no query can ever contain it
-            return
-        held = self._keys.get(key)
-        self._keys[key] = cue if held is None else tuple(sorted((*_as_tuple(held), cue)))
-        if held is None:
-            self._count_length(len(_as_tuple(key)), 1)
-
-    def _remove(self, cue: str) -> None:
-        key = self._key_of(cue)
-        held = self._keys.get(key)
-        if held is None:
-            return
-        rest = tuple(c for c in _as_tuple(held) if c != cue)
-        if rest:
-            self._keys[key] = rest[0] if len(rest) == 1 else rest
-        else:
-            del self._keys[key]
-            self._count_length(len(_as_tuple(key)), -1)
-
-    def _count_length(self, length: int, delta: int) -> None:
-        count = self._length_counts.get(length, 0) + delta
-        if count:
-            self._length_counts[length] = count
-        else:
-            del self._length_counts[length]
-        if count == 0 or (count == 1 and delta == 1):  # a length appeared or vanished
-            self._lengths = tuple(sorted(self._length_counts, reverse=True))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -81,13 +82,18 @@ def test_docs_read_back_as_indexed_across_namespaces_sharing_columns(
         assert all(index.docs.tags(seq) == doc.tags for seq, doc in docs.items())
         assert all(columns.lengths[seq] == doc.length for seq, doc in docs.items())
         assert index.total_length == sum(doc.length for doc in docs.values())
+        assert [seq for seq in range(-1, 43) if seq in index.docs] == sorted(docs)
+        absent = next(seq for seq in range(43) if seq not in docs)
+        for read in (index.docs.__getitem__, index.docs.cues, index.docs.tags):
+            with pytest.raises(KeyError):
+                read(absent)
 
 
 def test_a_plain_doc_keeps_no_object_of_its_own() -> None:
     index = NamespaceIndex()
     cues, content = ("lake", "caroline"), "Caroline swam in the lake"
     index.add(3, cues, [], content_terms(content), updated_ts=2.0, type="fact", content=content)
-    assert index.docs._held[3] is cues and index.docs.columns.words[3] is content
+    assert index.docs.cues(3) is cues and index.docs.columns.words[3] is content
     length = len(content_terms(content))
     assert index.docs[3] == IndexedDoc(cues, (), content, length, 2.0, "fact")
     index.remove(3)

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from cuemap_integrations import CueMap
 from cuemap_integrations.index import NamespaceIndex
+from cuemap_integrations.text import CueLexicon
 
 KEYS = st.lists(
     st.sampled_from(["order", "cache", "db", "caroline", "超时", "x y", ""]), max_size=5
@@ -21,7 +22,7 @@ def _state(index: NamespaceIndex) -> tuple[object, ...]:
     tables = [[(key, list(p.pairs())) for key, p in index.postings(kind).items()]
               for kind in ("cue", "tag", "term")]  # fmt: skip
     lexicons = [
-        (dict(lex._refs), dict(lex._keys)) for lex in (index.cue_lexicon, index.tag_lexicon)
+        (len(lex), dict(lex._keys), lex._lengths) for lex in (index.cue_lexicon, index.tag_lexicon)
     ]
     return tables, lexicons, index.docs, index.total_length
 
@@ -47,6 +48,40 @@ def test_a_deferred_batch_equals_adding_one_by_one(
                 index.remove(removed)
     deferred.flush()
     assert _state(deferred) == _state(direct)
+    assert _lexicons(deferred) == _lexicons(direct) == _counted_lexicons(deferred)
+
+
+def _lexicons(index: NamespaceIndex) -> list[object]:
+    """What a query reads of the index's cue and tag keys."""
+    return [(len(lex), lex._keys, lex._lengths) for lex in (index.cue_lexicon, index.tag_lexicon)]
+
+
+def _counted_lexicons(index: NamespaceIndex) -> list[object]:
+    """The reference: reference-counted lexicons of the cues (tags) of the docs held."""
+    cues, tags = CueLexicon(), CueLexicon()
+    for seq in index.docs:
+        for cue in index.docs.cues(seq):
+            cues.add(cue, normalized=True)
+        for tag in index.docs.tags(seq):
+            tags.add(tag, normalized=True)
+    return [(len(lex), lex._keys, lex._lengths) for lex in (cues, tags)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 6), KEYS, KEYS), max_size=20))
+def test_the_lexicons_hold_the_cues_and_tags_with_postings(
+    edits: list[tuple[int, list[str], list[str]]],
+) -> None:
+    """Adding, re-adding (an update) and removing memories in any order: the lexicons hold
+    exactly the cues and tags that still have postings, as reference counting would."""
+    index = NamespaceIndex()
+    for seq, cues, tags in edits:
+        if not cues and seq in index.docs:
+            index.remove(seq)
+        else:
+            index.add(seq, cues, tags, [])
+        assert _lexicons(index) == _counted_lexicons(index)
+        assert set(index.cues) == {c for s in index.docs for c in index.docs.cues(s)}
 
 
 def test_a_reopened_store_indexes_as_one_by_one(tmp_path: Path) -> None:

@@ -287,6 +287,14 @@ def test_a_scanned_token_is_an_identifier_when_not_alphanumeric(text: str) -> No
 
 
 @settings(max_examples=500, deadline=None)
+@given(st.one_of(ASCII_TEXT, MIXED_TEXT, st.text(max_size=12), st.text("ab-._:@/", max_size=5)))
+def test_is_identifier_is_any_separator_in_the_token(token: str) -> None:
+    """The set test gives what the character loop it replaced gave."""
+    separators = text_module._SEPARATORS
+    assert text_module._is_identifier(token) is any(ch in separators for ch in token)
+
+
+@settings(max_examples=500, deadline=None)
 @given(
     st.one_of(
         ASCII_TEXT, MIXED_TEXT, st.lists(st.sampled_from(FRAGMENTS), max_size=4).map(" ".join)

@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cuemap_integrations import CueMap, MemoryRecord, MemoryType
+from cuemap_integrations import CueMap, MemoryRecord, MemoryType, recordtable
 from cuemap_integrations.index import NamespaceIndex
 from cuemap_integrations.ranking import Filters
 from cuemap_integrations.recordtable import RecordTable
@@ -209,18 +209,40 @@ def test_transcript_turns_keep_their_terms() -> None:
         assert "caroline" not in index.terms and "went" not in index.terms
 
 
-def test_metadata_round_trips_through_its_flat_tuple_and_kinds_are_shared() -> None:
+def test_metadata_round_trips_in_rows_whose_kind_is_not_shared(monkeypatch: Any) -> None:
+    """Past the shared kinds' room, or with a str subclass namespace, a row keeps its metadata
+    names beside the values (a flat tuple) and reads back the same."""
+    monkeypatch.setattr(recordtable, "_KINDS_SHARED", 2)
+    table = RecordTable()
+    made = {}
+    for seq, metadata in enumerate(({"a": 1}, {"b": 2}, {}, {"c": 3, "d": [4]}, {"e": None})):
+        made[seq] = MemoryRecord(memory_id=f"m{seq}", content="x", created_at=T, updated_at=T,
+                                 metadata=metadata)  # fmt: skip
+        table[seq] = made[seq]
+    made[5] = MemoryRecord(memory_id="m5", content="x", created_at=T, updated_at=T,
+                           metadata={"f": 5}, namespace=type("Ns", (str,), {})("ns"))  # fmt: skip
+    table[5] = made[5]
+    assert [table.row(seq).kind[4] for seq in made] == [("a",), ("b",), None, None, None, None]
+    assert table.row(3).metadata == ("c", 3, "d", [4]) and table.row(2).metadata is None
+    assert all(table[seq] == record and table[seq].metadata == record.metadata
+               for seq, record in made.items())  # fmt: skip
+
+
+def test_metadata_round_trips_through_its_values_and_kinds_are_shared() -> None:
     table = RecordTable()
     nested = {"speaker": "Mel", "n": 3, "tags": ["a", {"b": None}], "": 0.5}
-    for seq, metadata in enumerate(({}, nested, {"one": 1})):
+    for seq, metadata in enumerate(({}, nested, {"one": 1}, {"one": None}, {"one": 2})):
         table[seq] = MemoryRecord(
             memory_id=f"m{seq}", content="x", created_at=T, updated_at=T, metadata=metadata,
             source="chat", namespace="ns",
         )  # fmt: skip
     assert table.row(0).metadata is None and table[0].metadata == {}
     assert table[1].metadata == nested and list(table[1].metadata) == list(nested)
-    assert table.row(2).metadata == ("one", 1)
-    assert table.row(0).kind is table.row(2).kind
+    assert table.row(1).metadata == ("Mel", 3, ["a", {"b": None}], 0.5)
+    assert table.row(2).metadata == 1 and table[2].metadata == {"one": 1}
+    assert table.row(3).metadata is None and table[3].metadata == {"one": None}
+    assert table.row(2).kind is table.row(3).kind is table.row(4).kind
+    assert table.row(0).kind[:4] == table.row(2).kind[:4] and table.row(0).kind[4] == ()
     assert (table.row(1).type, table.row(1).source, table.row(1).namespace) == (
         MemoryType.NOTE,
         "chat",
