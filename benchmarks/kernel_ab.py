@@ -20,6 +20,7 @@ import argparse
 import json
 import shutil
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -27,6 +28,9 @@ from typing import Any
 
 from cuemap_integrations import CueMap, kernel
 from cuemap_integrations.bench.scale import _fixed_clock, batches, load_corpus, queries_for
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from kernel_blocks import kernel_timer  # noqa: E402  # the block benchmark's timer, beside this
 
 
 def library(folder: str) -> Any:
@@ -44,32 +48,21 @@ def library(folder: str) -> Any:
 
 def measure(store: CueMap, queries: list[str], libs: dict[str, Any]) -> dict[str, Any]:
     """Per library: process seconds of each recall and of the kernel calls within it."""
-    calls = [0.0]
-    accumulate = kernel.accumulate
-
-    def timed(*args: Any, **kwargs: Any) -> Any:
-        start = time.process_time()
-        try:
-            return accumulate(*args, **kwargs)
-        finally:
-            calls[0] += time.process_time() - start
-
-    kernel.accumulate = timed  # type: ignore[assignment]
     seconds: dict[str, dict[str, list[float]]] = {n: {"recall": [], "kernel": []} for n in libs}
     try:
-        for n, query in enumerate(queries):
-            hits = {}
-            for name in ("old", "new") if n % 2 else ("new", "old"):
-                kernel._lib, kernel._loaded, calls[0] = libs[name], True, 0.0
-                start = time.process_time()
-                found = store.recall(query, k=10, hybrid=False)
-                seconds[name]["recall"].append(time.process_time() - start)
-                seconds[name]["kernel"].append(calls[0])
-                hits[name] = [(h.memory_id, h.score, repr(h.breakdown)) for h in found]
-            if hits["old"] != hits["new"]:
-                raise SystemExit(f"different results for {query!r}")
+        with kernel_timer() as calls:
+            for n, query in enumerate(queries):
+                hits = {}
+                for name in ("old", "new") if n % 2 else ("new", "old"):
+                    kernel._lib, kernel._loaded, calls[0] = libs[name], True, 0.0
+                    start = time.process_time()
+                    found = store.recall(query, k=10, hybrid=False)
+                    seconds[name]["recall"].append(time.process_time() - start)
+                    seconds[name]["kernel"].append(calls[0])
+                    hits[name] = [(h.memory_id, h.score, repr(h.breakdown)) for h in found]
+                if hits["old"] != hits["new"]:
+                    raise SystemExit(f"different results for {query!r}")
     finally:
-        kernel.accumulate = accumulate  # type: ignore[assignment]
         kernel._lib, kernel._loaded = None, False
     return seconds
 

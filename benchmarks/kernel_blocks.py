@@ -17,6 +17,8 @@ import argparse
 import json
 import statistics
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +26,10 @@ from cuemap_integrations import CueMap, kernel
 from cuemap_integrations.bench.scale import _fixed_clock, batches, load_corpus, queries_for
 
 
-def measure(store: CueMap, queries: list[str], blocks: list[int]) -> dict[int, dict[str, Any]]:
-    """Per block size: process seconds of each recall and of the kernel calls within it."""
+@contextmanager
+def kernel_timer() -> Iterator[list[float]]:
+    """``[seconds]``: the process time of the kernel's accumulate calls made meanwhile (set it
+    to 0.0 to start again); ``kernel.accumulate`` is timed until the block ends."""
     calls = [0.0]
     accumulate = kernel.accumulate
 
@@ -37,8 +41,16 @@ def measure(store: CueMap, queries: list[str], blocks: list[int]) -> dict[int, d
             calls[0] += time.process_time() - start
 
     kernel.accumulate = timed  # type: ignore[assignment]
-    seconds: dict[int, dict[str, list[float]]] = {b: {"recall": [], "kernel": []} for b in blocks}
     try:
+        yield calls
+    finally:
+        kernel.accumulate = accumulate  # type: ignore[assignment]
+
+
+def measure(store: CueMap, queries: list[str], blocks: list[int]) -> dict[int, dict[str, Any]]:
+    """Per block size: process seconds of each recall and of the kernel calls within it."""
+    seconds: dict[int, dict[str, list[float]]] = {b: {"recall": [], "kernel": []} for b in blocks}
+    with kernel_timer() as calls:
         for n, query in enumerate(queries):
             hits = set()
             for block in blocks[n % len(blocks) :] + blocks[: n % len(blocks)]:
@@ -50,8 +62,6 @@ def measure(store: CueMap, queries: list[str], blocks: list[int]) -> dict[int, d
                 hits.add(tuple(hit.memory_id for hit in found))
             if len(hits) != 1:
                 raise SystemExit(f"different hits for {query!r} across block sizes")
-    finally:
-        kernel.accumulate = accumulate  # type: ignore[assignment]
     return {
         block: {
             f"{part}_ms_{stat}": getattr(statistics, stat)(values) * 1000.0

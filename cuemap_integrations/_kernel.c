@@ -140,6 +140,20 @@ static List list_of(int32_t list, const int64_t *li, const double *ld, const dou
     return l;
 }
 
+/* Add list l's gain to cell c: to the session sum, or weighted to the linear sum with the
+ * counts. A macro, not a function: the dense loop's copy measured slower as a forced-inline
+ * function (see dense_run). */
+#define ADD_GAIN(c, l, gain)                                                                   \
+    do {                                                                                       \
+        if ((l)->session) {                                                                    \
+            (c)->session += (gain);                                                            \
+        } else {                                                                               \
+            (c)->linear += (l)->weight * (gain);                                               \
+            (c)->matched += 1;                                                                 \
+            (c)->tagged += (l)->tag;                                                           \
+        }                                                                                      \
+    } while (0)
+
 /* Add posting i (of seq, at slot) of list l: a candidate's (see dense_run for the rest). */
 static void add_posting(Scratch *s, const List *l, int64_t i, int64_t seq, int64_t slot,
                         const double *length) {
@@ -148,13 +162,7 @@ static void add_posting(Scratch *s, const List *l, int64_t i, int64_t seq, int64
     c->mark = l->list + 1;
     double gain = l->term ? term_gain(l->ld, value_at(l->values, l->vtype, i), length[slot])
                           : (seq == l->special ? l->ld[L_SPECIAL_VALUE] : l->ld[L_VALUE]);
-    if (l->session) {
-        c->session += gain;
-    } else {
-        c->linear += l->weight * gain;
-        c->matched += 1;
-        c->tagged += l->tag;
-    }
+    ADD_GAIN(c, l, gain);
 }
 
 /* Prefetch what posting i + 8 will read (its slot's cell and length: loads that depend on
@@ -198,10 +206,10 @@ static int64_t add_marked(Scratch *s, const List *l, int64_t count, const int64_
  * The seq width, gain kind and value type are constants at each call site (add_dense), so the
  * compiler makes a loop per kind of list without a switch on them per posting, and a slot's
  * bit and the count take `first` without a branch on it (0 or 1 by the data, unpredictable):
- * kernel time x0.84-0.90 at 300k memories (benchmarks/kernel_ab.py). The gains and additions
- * are add_posting's, the prefetch is prefetch's, written out again: calling those two (forced
- * inline, with the constants) measured x1.07-1.20 slower, the compiler then laying the loop
- * out worse. */
+ * kernel time x0.84-0.90 at 300k memories, x0.77-0.82 at 1M (benchmarks/kernel_ab.py). The
+ * gain is add_posting's and the prefetch is prefetch's, written out again with the constants:
+ * calling those two (forced inline, with the constants) measured x1.07-1.20 slower, the
+ * compiler then laying the loop out worse. */
 static inline __attribute__((always_inline)) int64_t
 dense_run(Scratch *s, int64_t touched, const List *l, int64_t *at, int64_t count, int64_t stop,
           const int64_t *slot_by_seq, int64_t n_seqs, const double *length, const int width,
@@ -233,13 +241,7 @@ dense_run(Scratch *s, int64_t touched, const List *l, int64_t *at, int64_t count
         c->mark = mark;
         double gain = term ? term_gain(ld, value_at(l->values, vtype, i), length[slot])
                            : (seq == l->special ? ld[L_SPECIAL_VALUE] : ld[L_VALUE]);
-        if (l->session) {
-            c->session += gain;
-        } else {
-            c->linear += l->weight * gain;
-            c->matched += 1;
-            c->tagged += l->tag;
-        }
+        ADD_GAIN(c, l, gain);
         s->bits[slot >> 6] |= (uint64_t)first << (slot & 63); /* no branch on `first` */
         touched += first;
     }
