@@ -346,13 +346,32 @@ static int64_t lower_bound(const void *seqs, int64_t width, int64_t count, int64
                       : lower_bound_int64_t((const int64_t *)seqs, count, want);
 }
 
+/* lower_bound of want among the count seqs, all of those before `from` known to be below it:
+ * steps of 1, 2, 4... from `from` until one reaches want, then a binary search within the last
+ * step. Candidates come in ascending seqs (mostly: slot order), so each search starts where
+ * the previous one ended and reads a few nearby cache lines, where a binary search over the
+ * whole list misses the cache at nearly every step of a long list. Same index: a lower bound. */
+static int64_t gallop(const void *seqs, int64_t width, int64_t from, int64_t count, int64_t want) {
+    int64_t lo = from, step = 1;
+    while (lo + step <= count && seq_at(seqs, width, lo + step - 1) < want) {
+        lo += step;
+        step *= 2;
+    }
+    int64_t hi = lo + step - 1 < count ? lo + step - 1 : count; /* holds a seq >= want, or is count */
+    return lo + lower_bound((const char *)seqs + lo * width, width, hi - lo, want);
+}
+
 /* Add the postings of one member (seqs ascending) held by the n candidates, each found by a
  * binary search: for a list much longer than the candidates. */
 static void probe_member(Scratch *s, const List *l, int64_t count, int64_t n,
                          const int64_t *cand_slots, const int64_t *cand_seqs,
                          const double *length) {
+    int64_t last = INT64_MIN, from = 0; /* the previous candidate's seq, and where it would be */
     for (int64_t c = 0; c < n; c++) {
-        int64_t want = cand_seqs[c], lo = lower_bound(l->seqs, l->width, count, want);
+        int64_t want = cand_seqs[c];
+        int64_t lo = want >= last ? gallop(l->seqs, l->width, from, count, want)
+                                  : lower_bound(l->seqs, l->width, count, want);
+        last = want, from = lo;
         if (lo < count && seq_at(l->seqs, l->width, lo) == want)
             add_posting(s, l, lo, want, cand_slots[c], length);
     }

@@ -24,6 +24,7 @@ from cuemap_integrations.errors import NotFoundError
 from cuemap_integrations.ranking import plan_query
 from cuemap_integrations.topk import _List
 
+from ..conftest import T0, FakeClock
 from .test_arrays import (
     arrays_for_every_size,
     assert_same,
@@ -366,3 +367,48 @@ def test_a_failed_compile_warns_and_builds_nothing(tmp_path: Path) -> None:
     with pytest.warns(UserWarning, match="did not compile"):
         assert hatch_build.compile_kernel(broken) is None
     assert kernel.load(tmp_path) is None
+
+
+@pytest.fixture(scope="module")
+def long_lists() -> CueMap:
+    """A store where some lists are far longer than a few candidates (so they are probed)."""
+    cm = CueMap(clock=FakeClock(T0))
+    rnd = random.Random(5)
+    cm.add_many(
+        [
+            {"content": f"m{i} alpha {'beta ' * (i % 3)}{rnd.choice(WORDS)} {rnd.choice(WORDS)}"}
+            for i in range(3000)
+        ]
+    )
+    return cm
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(picked=st.lists(st.integers(0, 10**6), min_size=1, max_size=60), ascending=st.booleans())
+def test_candidates_probed_in_long_lists_get_the_dense_sums(
+    long_lists: CueMap, picked: list[int], ascending: bool
+) -> None:
+    """Candidates far fewer than a list's postings are looked up in it (galloping from the
+    previous candidate when the seqs ascend, else a binary search): each gets exactly the
+    dense pass's sums, whatever their order."""
+    cm, np = long_lists, pytest.importorskip("numpy")
+    index = cm._indexes["default"]
+    by_arrays(cm, "alpha", 1)  # the view exists
+    plan = plan_query("alpha beta " + " ".join(WORDS[:3]), index, cm.aliases)
+    lists = topk.RecallMemo().lists(index, plan, cm.config)
+    slots, evidence, _, _ = _dense_sums(cm, lists, kernel.BLOCK_SEQS)
+    dense = dict(zip(slots, evidence, strict=True))
+    view = arrays.view_of(index)
+    chosen = list(dict.fromkeys(slots[i % len(slots)] for i in picked))
+    chosen.sort(key=lambda slot: int(view.seq_at[slot]), reverse=not ascending)
+    cand = np.array(chosen, dtype=np.int64)
+    described = kernel.describe(lists)
+    assert described is not None and max(
+        map(len, (p for lst in lists for p in lst.postings))
+    ) > 8 * len(cand)
+    with view.scratch().lock:
+        found = kernel.accumulate(
+            view, described, (1.0, 0.7, 0.4, 0.6, 2.0, 0.5), cand=(cand, view.seq_at[cand])
+        )
+        got = dict(zip(found.slots.tolist(), found.evidence.tolist(), strict=True))
+    assert got == {slot: dense[slot] for slot in chosen}
