@@ -194,7 +194,8 @@ static int64_t add_marked(Scratch *s, const List *l, int64_t count, const int64_
         if (seq < 0 || seq >= n_seqs) return E_SEQ;
         int64_t slot = slot_by_seq[seq];
         if (slot < 0 || slot >= s->size) return E_SLOT;
-        if (s->bits[slot >> 6] & (UINT64_C(1) << (slot & 63))) add_posting(s, l, i, seq, slot, length);
+        if (s->bits[slot >> 6] & (UINT64_C(1) << (slot & 63)))
+            add_posting(s, l, i, seq, slot, length);
     }
     return 0;
 }
@@ -357,7 +358,8 @@ static int64_t gallop(const void *seqs, int64_t width, int64_t from, int64_t cou
         lo += step;
         step *= 2;
     }
-    int64_t hi = lo + step - 1 < count ? lo + step - 1 : count; /* holds a seq >= want, or is count */
+    /* hi: a seq >= want is there, or hi is count */
+    int64_t hi = lo + step - 1 < count ? lo + step - 1 : count;
     return lo + lower_bound((const char *)seqs + lo * width, width, hi - lo, want);
 }
 
