@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
-from .postings import PostingsTable
+from .postings import PostingsTable, position, sorted_holds
 from .recordtable import insertion_numbers, interned
 from .text import CueKeys, content_terms
 
@@ -223,19 +223,11 @@ class DocTable(Mapping[int, IndexedDoc]):
         self._ascending = True  # False once a seq was indexed below the largest: iterating sorts
         self.columns = columns
 
-    def _at(self, seq: int) -> int:
-        """The position of ``seq`` in the held seqs; KeyError if it is not held."""
-        seqs = self._seqs
-        at = bisect_left(seqs, seq)
-        if at == len(seqs) or seqs[at] != seq:
-            raise KeyError(seq)
-        return at
-
     def __getitem__(self, seq: int) -> IndexedDoc:
         held = self._others.get(seq)
         if held is not None:
             return held
-        self._at(seq)
+        position(self._seqs, seq)
         columns = self.columns
         words: Any = columns.words[seq]  # a plain doc's content
         return IndexedDoc(
@@ -244,12 +236,7 @@ class DocTable(Mapping[int, IndexedDoc]):
         )  # fmt: skip
 
     def __contains__(self, seq: object) -> bool:
-        seqs = self._seqs  # no KeyError raised and caught: ingest asks this of each new seq
-        try:
-            at = bisect_left(seqs, seq)  # type: ignore[call-overload]  # any object may be asked
-        except TypeError:  # not a number
-            return False
-        return at < len(seqs) and bool(seqs[at] == seq)
+        return sorted_holds(self._seqs, seq)  # ingest asks this of each new seq
 
     def __iter__(self) -> Iterator[int]:
         order = self.columns.order
@@ -265,7 +252,7 @@ class DocTable(Mapping[int, IndexedDoc]):
         held = self._others.get(seq)
         if held is not None:
             return held.cues
-        self._at(seq)
+        position(self._seqs, seq)
         return self.columns.cues[seq]  # type: ignore[return-value]  # a plain doc's: not None
 
     def tags(self, seq: int) -> tuple[str, ...]:
@@ -273,7 +260,7 @@ class DocTable(Mapping[int, IndexedDoc]):
         held = self._others.get(seq)
         if held is not None:
             return held.tags
-        self._at(seq)
+        position(self._seqs, seq)
         return ()
 
     def put(self, seq: int, doc: IndexedDoc) -> None:
@@ -314,7 +301,7 @@ class DocTable(Mapping[int, IndexedDoc]):
         if seq not in self:
             return None
         doc = self[seq]
-        del self._seqs[self._at(seq)]
+        del self._seqs[position(self._seqs, seq)]
         self._others.pop(seq, None)
         # the content and cues are no longer the index's to keep
         self.columns.words[seq] = self.columns.cues[seq] = None

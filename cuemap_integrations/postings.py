@@ -33,9 +33,27 @@ from collections.abc import Iterable, Iterator, KeysView, Mapping, Sequence
 from itertools import repeat
 from typing import Any
 
-__all__ = ["Postings", "PostingsTable"]
+__all__ = ["Postings", "PostingsTable", "position", "sorted_holds"]
 
 _SMALL_MAX = 2**31 - 1  # the largest sequence number array("i") holds
+
+
+def position(seqs: Sequence[int], seq: int) -> int:
+    """The index of ``seq`` in the ascending ``seqs``; KeyError if it is not there."""
+    at = bisect_left(seqs, seq)
+    if at == len(seqs) or seqs[at] != seq:
+        raise KeyError(seq)
+    return at
+
+
+def sorted_holds(seqs: Sequence[int], seq: object) -> bool:
+    """Whether the ascending ``seqs`` hold ``seq`` (any object may be asked: no KeyError raised
+    and caught, which membership tests on hot paths would pay for)."""
+    try:
+        at = bisect_left(seqs, seq)  # type: ignore[call-overload]
+    except TypeError:  # not a number
+        return False
+    return at < len(seqs) and bool(seqs[at] == seq)
 
 
 class Postings(Mapping[int, float]):
@@ -147,12 +165,7 @@ class Postings(Mapping[int, float]):
         return 1.0 if self._values is None else self._values[at]
 
     def __contains__(self, seq: object) -> bool:
-        seqs = self._seqs
-        try:
-            at = bisect_left(seqs, seq)  # type: ignore[call-overload]  # any object may be asked
-        except TypeError:  # not a number
-            return False
-        return at < len(seqs) and bool(seqs[at] == seq)
+        return sorted_holds(self._seqs, seq)
 
     def __iter__(self) -> Iterator[int]:
         return iter(self._seqs)

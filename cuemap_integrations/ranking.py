@@ -285,10 +285,7 @@ def _weighted_concepts(carried: Iterable[Carried], aliases: AliasTable) -> tuple
             groups[key] = [(item, members)]
         else:
             held.append((item, members))
-    return tuple(
-        _weighted_concept(items) if len(items) > 1 else _single_concept(*items[0])
-        for items in groups.values()
-    )
+    return tuple(map(_weighted_concept, groups.values()))
 
 
 def _single_concept(item: Carried, members: tuple[str, ...]) -> Concept:
@@ -302,6 +299,8 @@ def _single_concept(item: Carried, members: tuple[str, ...]) -> Concept:
 
 def _weighted_concept(items: list[tuple[Carried, tuple[str, ...]]]) -> Concept:
     """One concept of its carried cues (each with its concept's terms), in the order carried."""
+    if len(items) == 1:  # nearly every concept: see _single_concept
+        return _single_concept(*items[0])
     names: dict[str, None] = {}
     best, factor = 0.0, items[0][0].self_factor
     for item, members in items:
