@@ -350,10 +350,13 @@ def _explain(
 class _Carriers(NamedTuple):
     """What explaining a hit's session cues needs of the plan, made once per ranking."""
 
-    # each carried concept member's concepts (positions in the plan), each with the member's
-    # rank among that concept's members
-    members: dict[str, tuple[tuple[int, int], ...]]
+    # each carried concept member's entries: ``at * width + order`` for each concept it is in
+    # (``at`` the concept's position in the plan, ``order`` the member's rank among that
+    # concept's members): one int sorts as the pair would, without a tuple made or compared
+    members: dict[str, tuple[int, ...]]
     names: frozenset[str]  # the members (a memory's cues are matched against it in one call)
+    member_at: dict[int, str]  # an entry -> its member
+    width: int  # more than any concept's member count
     # concept position -> its one source, for a concept that came from that memory alone and
     # may not help it (self factor 0: feedback); such a concept is no session cue of it
     alone: dict[int, int]
@@ -364,15 +367,20 @@ def _carriers(plan: QueryPlan) -> _Carriers:
     own few cues instead of testing every carried concept, and the member it carries of least
     rank is the concept's first (searching each matched concept's members for it instead: 24
     vs 17 us per explained hit, 400 hits of bench queries at 30k memories)."""
-    members: dict[str, tuple[tuple[int, int], ...]] = {}
+    concepts = plan.expanded_concepts
+    width = 1 + max((len(concept.members) for concept in concepts), default=0)
+    members: dict[str, tuple[int, ...]] = {}
+    member_at: dict[int, str] = {}
     alone: dict[int, int] = {}
-    for at, concept in enumerate(plan.expanded_concepts):
+    for at, concept in enumerate(concepts):
         for order, member in enumerate(dict.fromkeys(concept.members)):
-            members[member] = (*members.get(member, ()), (at, order))
+            entry = at * width + order
+            members[member] = (*members.get(member, ()), entry)
+            member_at[entry] = member
         sources = concept.sources
         if concept.self_factor == 0.0 and len(sources) == 1:
             alone[at] = next(iter(sources))
-    return _Carriers(members, frozenset(members), alone)
+    return _Carriers(members, frozenset(members), member_at, width, alone)
 
 
 def _session_cues(
@@ -381,17 +389,18 @@ def _session_cues(
     """The first member the memory carries (``carried``: its cues and tags) of each carried
     concept it matches, in plan order.
 
-    Each (concept, rank, member) the memory carries, sorted: a concept's first entry is its
-    member of least rank (ranks differ within a concept, so the member never decides)."""
-    members, alone = carriers.members, carriers.alone
+    Each entry (concept, rank) the memory carries, sorted: a concept's first entry is its
+    member of least rank."""
+    members, alone, width = carriers.members, carriers.alone, carriers.width
     held = carriers.names.intersection(carried)  # a set: sorting below gives the order
-    found = sorted([(at, order, cue) for cue in held for at, order in members[cue]])
+    found = sorted([entry for cue in held for entry in members[cue]])
     out, last = [], -1
-    for at, _, cue in found:
+    for entry in found:
+        at = entry // width
         if at != last:
             last = at
             if alone.get(at) != seq:
-                out.append(cue)
+                out.append(carriers.member_at[entry])
     return tuple(out)
 
 
