@@ -372,13 +372,14 @@ def _carriers(plan: QueryPlan) -> _Carriers:
     members: dict[str, tuple[int, ...]] = {}
     member_at: dict[int, str] = {}
     alone: dict[int, int] = {}
-    for at, concept in enumerate(concepts):
-        for order, member in enumerate(dict.fromkeys(concept.members)):
-            entry = at * width + order
-            members[member] = (*members.get(member, ()), entry)
-            member_at[entry] = member
-        sources = concept.sources
-        if concept.self_factor == 0.0 and len(sources) == 1:
+    for at, (names, _, sources, self_factor) in enumerate(concepts):
+        base = at * width
+        # most concepts are one cue: no duplicates to drop
+        for order, member in enumerate(names if len(names) == 1 else dict.fromkeys(names)):
+            held = members.get(member)
+            members[member] = (base + order,) if held is None else (*held, base + order)
+            member_at[base + order] = member
+        if self_factor == 0.0 and len(sources) == 1:
             alone[at] = next(iter(sources))
     return _Carriers(members, frozenset(members), member_at, width, alone)
 
