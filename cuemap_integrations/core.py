@@ -21,7 +21,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any, Literal
+from functools import partial
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from .aliases import AliasTable
 from .capture import CaptureResult
@@ -29,11 +30,22 @@ from .capture import capture as capture_turns
 from .config import RecallConfig
 from .errors import NotFoundError, ValidationError
 from .events import RecallExtension, RecallRequest, WriteEvent, WriteListener, notify
-from .index import DocColumns, NamespaceIndex
+from .index import DocColumns, DocTable, NamespaceIndex
 from .keytables import SeqOf, SeqsByDigest
 from .lifecycle import StoreView, WritePlan, content_key, plan_writes
 from .links import Links
-from .ranking import QUERY_SOURCE, Carried, Filters, plan_query, rank, with_carried
+from .ranking import (
+    QUERY_SOURCE,
+    Carried,
+    Filters,
+    QueryPlan,
+    Scored,
+    plan_query,
+    rank,
+    rank_scored,
+    with_carried,
+)
+from .ranking import trace as ranking_trace
 from .records import (
     CueOrigin,
     JSONValue,
@@ -791,25 +803,10 @@ class CueMap:
             turns = self._threads.turns_by(namespace, speakers)
             if speakers or turns:  # else the plan's own (empty) ones: no dataclass replace
                 read = replace(read, speakers=speakers, speaker_turns=turns)
-            memo = RecallMemo()  # what both passes share: same time, counts and query words
-
-            def ranked(
-                extra: Sequence[Carried], k: int = k, explain: bool = True
-            ) -> tuple[list[Hit], RecallTrace]:
-                plan = with_carried(read, [*carried, *extra], self.aliases)
-                return rank(
-                    index, self._records, counts, plan, self.config,
-                    k=k, filters=filters, now=now, min_score=min_score, exclude=exclude,
-                    prune=self.config.prune, explain=explain, memo=memo,
-                )  # fmt: skip
-
-            depth = self.config.feedback_hits
-            # with feedback, the first pass only lends the cues of its top ``depth`` hits (a
-            # second pass replaces them), without breakdowns
-            first = first_pass_hits(index, self.config, k, depth) if depth else k
-            hits, trace = ranked((), first, explain=not depth)
-            if depth and hits:
-                hits, trace = ranked(self._feedback(namespace, trace, hits))
+            # what both passes share: same time, counts, filters and query words (the memo)
+            shared = {"filters": filters, "now": now, "min_score": min_score, "exclude": exclude,
+                      "prune": self.config.prune, "memo": RecallMemo()}  # fmt: skip
+            hits, trace = self._passes(index, counts, read, carried, k, shared)
             hits = hits[:k]
         if self.extension is not None and extend:
             # outside the lock: an extension may embed the query, which is slow
@@ -831,6 +828,25 @@ class CueMap:
             logger.debug("recall trace: %s", trace.as_dict())
         return RecallResult(linked, trace if explain else None, notes)
 
+    def _passes(
+        self, index: NamespaceIndex, counts: Mapping[int, int], read: QueryPlan,
+        carried: Sequence[Carried], k: int, shared: Mapping[str, Any],
+    ) -> tuple[list[Hit], RecallTrace]:  # fmt: skip
+        """The recall's hits and trace: with feedback, a first pass whose top memories lend
+        their cues to the final pass (``shared``: :func:`rank`'s other keyword arguments)."""
+        cfg, records = self.config, self._records
+        plan = with_carried(read, carried, self.aliases)
+        depth = cfg.feedback_hits
+        if not depth:
+            return rank(index, records, counts, plan, cfg, k=k, **shared)
+        width = first_pass_hits(index, cfg, k, depth)
+        first = rank_scored(index, records, counts, plan, cfg, k=width, **shared)
+        if not first.best:
+            return [], ranking_trace(plan, first.scored, [])
+        lent = self._feedback(index, read.flat_cues, first)
+        plan = with_carried(read, [*carried, *lent], self.aliases)
+        return rank(index, records, counts, plan, cfg, k=k, **shared)
+
     def _with_links(self, namespace: str, hit: Hit) -> Hit:
         partners = self._links.partners(namespace, hit.memory_id)
         return replace(hit, conflicts=tuple(partners)) if partners else hit
@@ -850,22 +866,24 @@ class CueMap:
                     notes[pair] = ConflictNote.between(kind, memory, self._current(seq))
         return tuple(notes.values())
 
-    def _feedback(self, namespace: str, trace: RecallTrace, hits: Sequence[Hit]) -> list[Carried]:
-        """Pseudo-relevance feedback: the first pass's top hits lend their cues to a second pass,
-        like the previous turn of a session does (and with the same self-discount)."""
-        cfg = self.config
-        cues = self._carry(namespace, trace.query_cues, hits, cfg.feedback_hits)
-        # each source id resolved once, not once per cue it gave (a hit gives dozens)
-        seq_of = {"": QUERY_SOURCE}
-        for hit in hits[: cfg.feedback_hits]:
-            seq_of[hit.memory_id] = self._seq_of.get((namespace, hit.memory_id), QUERY_SOURCE)
-        # most cues come from one hit: its set of one seq made once, shared (it is frozen)
-        alone = {source: frozenset((seq,)) for source, seq in seq_of.items()}
+    def _feedback(
+        self, index: NamespaceIndex, query_cues: Sequence[str], first: Scored
+    ) -> list[Carried]:
+        """Pseudo-relevance feedback: the first pass's top memories lend their cues to a second
+        pass, like the previous turn of a session does (and with the same self-discount)."""
+        cfg, docs = self.config, index.docs
+        cues = _lent(
+            query_cues, first.best[: cfg.feedback_hits], QUERY_SOURCE, cfg.session_min_share,
+            partial(_cues_and_tags, docs),
+        )  # fmt: skip
+        # most cues come from one memory: its set of one seq made once, shared (it is frozen)
+        alone = {seq: frozenset((seq,)) for seq, _ in first.best[: cfg.feedback_hits]}
+        alone[QUERY_SOURCE] = frozenset((QUERY_SOURCE,))
         scale, new = cfg.feedback_weight, tuple.__new__  # Carried's own __new__ is Python code
         return [  # self factor 0: feedback finds what is related to the hits, not the hits again
-            new(Carried, (cue, weight * scale, alone[ids[0]] if len(ids) == 1
-                          else frozenset(map(seq_of.__getitem__, ids)), 0.0))
-            for cue, (weight, ids) in cues.items()
+            new(Carried, (cue, weight * scale, alone[seqs[0]] if len(seqs) == 1
+                          else frozenset(seqs), 0.0))
+            for cue, (weight, seqs) in cues.items()
         ]  # fmt: skip
 
     def _carried(self, namespace: str, cue: str, weight: float, ids: Sequence[str]) -> Carried:
@@ -1064,33 +1082,55 @@ class CueMap:
     def _carry(
         self, namespace: str, query_cues: Sequence[str], hits: Sequence[Hit], depth: int
     ) -> dict[str, tuple[float, list[str]]]:
-        """The cues a turn passes on: its query cues, and the cues of its top ``depth`` hits
-        that scored at least ``session_min_share`` of the best, weighted by that share.
-
-        Each cue keeps the ids of the memories it came from ("" for the query)."""
-        cues: dict[str, tuple[float, list[str]]] = {cue: (1.0, [""]) for cue in query_cues}
-        best = hits[0].score if hits else 0.0
-        for hit in hits[:depth]:
-            share = hit.score / best if best > 0 else 0.0
-            if share < self.config.session_min_share:
-                break
-            rounded, source = round(share, 6), hit.memory_id
-            for cue in self._indexed_cues(namespace, source):
-                held = cues.get(cue)
-                if held is None:
-                    cues[cue] = (rounded, [source])
-                    continue
-                held[1].append(source)  # each cue's own list (the query's too)
-                if rounded > held[0]:
-                    cues[cue] = (rounded, held[1])
-        return cues
+        """The cues a turn passes on (:func:`_lent`), each with the ids of the memories it came
+        from ("" for the query)."""
+        return _lent(
+            query_cues, [(hit.memory_id, hit.score) for hit in hits[:depth]], "",
+            self.config.session_min_share, partial(self._indexed_cues, namespace),
+        )  # fmt: skip
 
     def _indexed_cues(self, namespace: str, memory_id: str) -> tuple[str, ...]:
         seq = self._seq_of.get((namespace, memory_id))
         if seq is None:
             return ()
-        docs = self._indexes[namespace].docs
-        return docs.cues(seq) + docs.tags(seq)
+        return _cues_and_tags(self._indexes[namespace].docs, seq)
+
+
+def _cues_and_tags(docs: DocTable, seq: int) -> tuple[str, ...]:
+    """What memory ``seq`` lends a later pass or turn: its indexed cues, then its tags."""
+    return docs.cues(seq) + docs.tags(seq)
+
+
+_Source = TypeVar("_Source", int, str)
+
+
+def _lent(
+    query_cues: Sequence[str],
+    lenders: Sequence[tuple[_Source, float]],
+    query: _Source,
+    min_share: float,
+    cues_of: Callable[[_Source], tuple[str, ...]],
+) -> dict[str, tuple[float, list[_Source]]]:
+    """The cues a turn passes on: its query cues, and the cues (``cues_of``) of the
+    ``lenders`` (``(memory, score)``, best first) that scored at least ``min_share`` of the
+    best, weighted by that share. Each cue keeps the memories it came from (``query`` for the
+    query): ids for a session, which stores them, seqs for the feedback pass."""
+    cues: dict[str, tuple[float, list[_Source]]] = {cue: (1.0, [query]) for cue in query_cues}
+    best = lenders[0][1] if lenders else 0.0
+    for source, score in lenders:
+        share = score / best if best > 0 else 0.0
+        if share < min_share:
+            break
+        rounded = round(share, 6)
+        for cue in cues_of(source):
+            held = cues.get(cue)
+            if held is None:
+                cues[cue] = (rounded, [source])
+                continue
+            held[1].append(source)  # each cue's own list (the query's too)
+            if rounded > held[0]:
+                cues[cue] = (rounded, held[1])
+    return cues
 
 
 class _Counts(Mapping[int, int]):

@@ -32,9 +32,12 @@ __all__ = [
     "Filters",
     "Period",
     "QueryPlan",
+    "Scored",
     "named_period",
     "plan_query",
     "rank",
+    "rank_scored",
+    "trace",
     "with_carried",
 ]
 
@@ -347,10 +350,13 @@ def _explain(
 class _Carriers(NamedTuple):
     """What explaining a hit's session cues needs of the plan, made once per ranking."""
 
-    # each carried concept member's concepts (positions in the plan), each with the member's
-    # rank among that concept's members
-    members: dict[str, tuple[tuple[int, int], ...]]
+    # each carried concept member's entries: ``at * width + order`` for each concept it is in
+    # (``at`` the concept's position in the plan, ``order`` the member's rank among that
+    # concept's members): one int sorts as the pair would, without a tuple made or compared
+    members: dict[str, tuple[int, ...]]
     names: frozenset[str]  # the members (a memory's cues are matched against it in one call)
+    member_at: dict[int, str]  # an entry -> its member
+    width: int  # more than any concept's member count
     # concept position -> its one source, for a concept that came from that memory alone and
     # may not help it (self factor 0: feedback); such a concept is no session cue of it
     alone: dict[int, int]
@@ -361,15 +367,21 @@ def _carriers(plan: QueryPlan) -> _Carriers:
     own few cues instead of testing every carried concept, and the member it carries of least
     rank is the concept's first (searching each matched concept's members for it instead: 24
     vs 17 us per explained hit, 400 hits of bench queries at 30k memories)."""
-    members: dict[str, tuple[tuple[int, int], ...]] = {}
+    concepts = plan.expanded_concepts
+    width = 1 + max((len(concept.members) for concept in concepts), default=0)
+    members: dict[str, tuple[int, ...]] = {}
+    member_at: dict[int, str] = {}
     alone: dict[int, int] = {}
-    for at, concept in enumerate(plan.expanded_concepts):
-        for order, member in enumerate(dict.fromkeys(concept.members)):
-            members[member] = (*members.get(member, ()), (at, order))
-        sources = concept.sources
-        if concept.self_factor == 0.0 and len(sources) == 1:
+    for at, (names, _, sources, self_factor) in enumerate(concepts):
+        base = at * width
+        # most concepts are one cue: no duplicates to drop
+        for order, member in enumerate(names if len(names) == 1 else dict.fromkeys(names)):
+            held = members.get(member)
+            members[member] = (base + order,) if held is None else (*held, base + order)
+            member_at[base + order] = member
+        if self_factor == 0.0 and len(sources) == 1:
             alone[at] = next(iter(sources))
-    return _Carriers(members, frozenset(members), alone)
+    return _Carriers(members, frozenset(members), member_at, width, alone)
 
 
 def _session_cues(
@@ -378,17 +390,18 @@ def _session_cues(
     """The first member the memory carries (``carried``: its cues and tags) of each carried
     concept it matches, in plan order.
 
-    Each (concept, rank, member) the memory carries, sorted: a concept's first entry is its
-    member of least rank (ranks differ within a concept, so the member never decides)."""
-    members, alone = carriers.members, carriers.alone
+    Each entry (concept, rank) the memory carries, sorted: a concept's first entry is its
+    member of least rank."""
+    members, alone, width = carriers.members, carriers.alone, carriers.width
     held = carriers.names.intersection(carried)  # a set: sorting below gives the order
-    found = sorted([(at, order, cue) for cue in held for at, order in members[cue]])
+    found = sorted([entry for cue in held for entry in members[cue]])
     out, last = [], -1
-    for at, _, cue in found:
+    for entry in found:
+        at = entry // width
         if at != last:
             last = at
             if alone.get(at) != seq:
-                out.append(cue)
+                out.append(carriers.member_at[entry])
     return tuple(out)
 
 
@@ -409,7 +422,6 @@ def rank(
     min_score: float | None = None,
     exclude: frozenset[str] = frozenset(),
     prune: bool = True,
-    explain: bool = True,
     memo: RecallMemo | None = None,
 ) -> tuple[list[Hit], RecallTrace]:
     """Score every candidate memory and return the top ``k`` hits with the query trace.
@@ -417,18 +429,87 @@ def rank(
     Candidates are the union over all cue, tag and term postings of the query (wide); the ranking
     then puts memories that matched a cue or the text ahead of tag-only matches (strict). With
     ``prune`` (the default), candidates that provably cannot reach the top ``k`` are skipped
-    (:mod:`.topk`); the hits are the same as without it. ``explain=False`` leaves the hits'
-    breakdowns empty, for a pass whose hits only feed the next pass (pseudo-relevance feedback).
-    ``memo`` holds what the passes of one recall share (same time, access counts, bonuses and
-    query words): each memory's query-independent prior and the query's own evidence lists, so
-    the second pass does not compute them again.
+    (:mod:`.topk`); the hits are the same as without it. ``memo`` holds what the passes of one
+    recall share (same time, access counts, bonuses and query words): each memory's
+    query-independent prior and the query's own evidence lists, so the second pass does not
+    compute them again. :func:`rank_scored` is the same ranking without hits (a pass whose
+    best memories only feed the next pass).
 
     A query naming a day or a month, or the speaker of transcript turns, gives the memories
     created then, or that speaker's turns, a bonus (:func:`_boosts`). It is part of each
     candidate's query-independent prior in the scorer, so one pass ranks exactly; a bonus never
     makes a memory a candidate by itself.
     """
+    ranked, access, boosts = _ranked(
+        index, records, access_counts, plan, cfg, k=k, filters=filters, now=now,
+        min_score=min_score, exclude=exclude, prune=prune, memo=memo,
+    )  # fmt: skip
+    carriers = _carriers(plan)
+    hits = [
+        _hit(seq, -neg, records[seq], ranked.sig, index, plan, cfg, now, access(seq),
+             _given(boosts, seq), carriers)
+        for _, neg, seq in ranked.rows
+    ]  # fmt: skip
+    return hits, trace(plan, ranked.scored, hits)
 
+
+class Scored(NamedTuple):
+    """A pass's best memories as ``(seq, score)``, best first, and how many it scored."""
+
+    best: list[tuple[int, float]]
+    scored: int
+
+
+def rank_scored(
+    index: NamespaceIndex,
+    records: Mapping[int, MemoryRecord],
+    access_counts: Mapping[int, int],
+    plan: QueryPlan,
+    cfg: RecallConfig,
+    *,
+    k: int,
+    filters: Filters,
+    now: datetime,
+    min_score: float | None = None,
+    exclude: frozenset[str] = frozenset(),
+    prune: bool = True,
+    memo: RecallMemo | None = None,
+) -> Scored:
+    """:func:`rank`'s best memories and scores without their hits: a first pass only lends its
+    top memories' cues to the feedback pass, so no record is read and nothing explained (ten
+    records built per recall were ~2% of it at 100k memories)."""
+    ranked = _ranked(
+        index, records, access_counts, plan, cfg, k=k, filters=filters, now=now,
+        min_score=min_score, exclude=exclude, prune=prune, memo=memo,
+    ).ranked  # fmt: skip
+    return Scored([(seq, -neg) for _, neg, seq in ranked.rows], ranked.scored)
+
+
+class _Ranked(NamedTuple):
+    """A ranking pass's best rows, and what explaining them reads."""
+
+    ranked: _Pass
+    access: Callable[[int], int]  # seq -> its access count
+    boosts: tuple[_Boost, ...]
+
+
+def _ranked(
+    index: NamespaceIndex,
+    records: Mapping[int, MemoryRecord],
+    access_counts: Mapping[int, int],
+    plan: QueryPlan,
+    cfg: RecallConfig,
+    *,
+    k: int,
+    filters: Filters,
+    now: datetime,
+    min_score: float | None,
+    exclude: frozenset[str],
+    prune: bool,
+    memo: RecallMemo | None,
+) -> _Ranked:
+    """The best ``k`` rows of one pass (see :func:`rank`), by the fast scorer when the rules
+    allow it."""
     head = _heads(records)
     memo = RecallMemo() if memo is None else memo
     known = memo.admitted
@@ -446,37 +527,20 @@ def rank(
 
     boosts = _boosts(plan, cfg, records)
     bonus = _bonus(boosts)
-    fast = FastScorer(
-        cfg,
-        index.docs,
-        now.timestamp(),
-        access,
-        bonus,
-        sum(b.value for b in boosts),
-        memo.priors,
-        memo.bonuses,
-        _bonus_all(boosts),
-    )
-    if FastScorer.usable(cfg):
-        ranked = _pass(index, plan, cfg, k, fast, prune, admitted, min_score, memo)
-    else:
-        ranked = _pass_with_rules(
-            index, records, access, plan, cfg, k, admitted, now, min_score, bonus
+    if not FastScorer.usable(cfg):
+        return _Ranked(
+            _pass_with_rules(index, records, access, plan, cfg, k, admitted, now, min_score, bonus),
+            access,
+            boosts,
         )
-    rows = ranked.rows
-    if not explain:
-        bare = [Hit(records[seq], -neg, _UNEXPLAINED) for _, neg, seq in rows]
-        return bare, _trace(plan, ranked.scored, bare)
-    carriers = _carriers(plan)
-    hits = [
-        _hit(seq, -neg, records[seq], ranked.sig, index, plan, cfg, now, access(seq),
-             _given(boosts, seq), carriers)
-        for _, neg, seq in rows
-    ]  # fmt: skip
-    return hits, _trace(plan, ranked.scored, hits)
+    fast = FastScorer(
+        cfg, index.docs, now.timestamp(), access, bonus, sum(b.value for b in boosts),
+        memo.priors, memo.bonuses, _bonus_all(boosts),
+    )  # fmt: skip
+    return _Ranked(
+        _pass(index, plan, cfg, k, fast, prune, admitted, min_score, memo), access, boosts
+    )
 
-
-_UNEXPLAINED = ScoreBreakdown(contributions=())
 
 _Row = tuple[bool, float, int]  # (tag-only match, -score, seq): rows sort best first
 
@@ -660,7 +724,8 @@ def _hit(
     return Hit(record, score, _explain(seq, index, plan, parts + bonuses, carriers))
 
 
-def _trace(plan: QueryPlan, candidates: int, hits: Sequence[Hit]) -> RecallTrace:
+def trace(plan: QueryPlan, candidates: int, hits: Sequence[Hit]) -> RecallTrace:
+    """The query trace of a pass that scored ``candidates`` memories and returned ``hits``."""
     return RecallTrace(
         query=plan.query,
         normalized_query=plan.normalized,

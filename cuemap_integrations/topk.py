@@ -168,7 +168,7 @@ class RecallMemo:
     own: frozenset[int] = frozenset()  # their ids (alive in the memo: unique while it is)
     entries: dict[int, Any] = field(default_factory=dict)  # id(list) -> its array entry
     # the last pass's carried concepts, its k, and its k-th best score (see floor)
-    last: tuple[frozenset[Concept], int, float] | None = None
+    last: tuple[tuple[Concept, ...], int, float] | None = None
 
     def lists(self, index: NamespaceIndex, plan: QueryPlan, cfg: RecallConfig) -> list[_List]:
         """Every list of ``plan``: the query's own ones (made on the first pass), then the
@@ -186,7 +186,9 @@ class RecallMemo:
         """Remember a pass's best ``rows`` (``(tag-only, -score, seq)``, best first): its k-th
         score counts only when its ``k`` best all matched more than tags."""
         kth = -rows[k - 1][1] if len(rows) >= k and not rows[k - 1][0] else -math.inf
-        self.last = (frozenset(plan.expanded_concepts), k, kth)
+        # the concepts as they are: a set of them is made only if a later pass asks (the final
+        # pass carries some fifty, each hashed in full)
+        self.last = (plan.expanded_concepts, k, kth)
 
     def floor(self, plan: QueryPlan, k: int) -> float:
         """A lower bound of this pass's k-th best score (-inf when none is known).
@@ -197,7 +199,7 @@ class RecallMemo:
         if self.last is None:
             return -math.inf
         concepts, asked, kth = self.last
-        if k > asked or not concepts.issubset(plan.expanded_concepts):
+        if k > asked or (concepts and not set(plan.expanded_concepts).issuperset(concepts)):
             return -math.inf
         return kth
 

@@ -19,8 +19,15 @@ from hypothesis import strategies as st
 
 from cuemap_integrations import CueMap, arrays
 from cuemap_integrations.index import NamespaceIndex
-from cuemap_integrations.ranking import Carried, Filters, plan_query, rank, with_carried
-from cuemap_integrations.topk import RecallMemo
+from cuemap_integrations.ranking import (
+    Carried,
+    Filters,
+    plan_query,
+    rank,
+    rank_scored,
+    with_carried,
+)
+from cuemap_integrations.topk import FastScorer, RecallMemo
 
 from ..conftest import T0, FakeClock
 from .test_topk import KS, QUERIES, SEEDS, TYPE_FILTERS, TYPES, _store, build, ranked
@@ -457,3 +464,44 @@ def test_the_floor_holds_only_for_a_pass_that_keeps_the_last_ones_concepts() -> 
     assert memo.floor(plan, 3) == -math.inf  # the carried "team" is gone: scores may drop
     memo.passed(first, 5, [(False, -2.0, 1)] * 4 + [(True, -1.0, 2)])
     assert memo.floor(more, 5) == -math.inf  # its 5th best matched only tags
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=SEEDS, query=QUERIES, k=KS, types=TYPE_FILTERS, prune=st.booleans(),
+    through_arrays=st.booleans(),
+)  # fmt: skip
+def test_rank_scored_is_rank_without_hits(
+    seed: int, query: list[str], k: int, types, prune: bool, through_arrays: bool
+) -> None:
+    """A first pass ranks with rank_scored: the same memories, scores (exact floats) and
+    candidate count as rank's hits and trace, through arrays and the Python pass alike."""
+    cm = _store(seed % 5, 400)
+    index = cm._indexes["default"]
+    plan = plan_query(" ".join(query), index, cm.aliases)
+    asked = {"k": k, "filters": Filters.build(types=types), "now": cm.now(), "prune": prune}
+    with arrays_for_every_size() if through_arrays else nullcontext():
+        hits, trace = rank(index, cm._records, {}, plan, cm.config, **asked)
+        scored = rank_scored(index, cm._records, {}, plan, cm.config, **asked)
+    assert scored.best == [(cm._seq_of["default", h.memory_id], h.score) for h in hits]
+    assert scored.scored == trace.candidate_count
+
+
+@pytest.mark.parametrize("types", [None, {}, {"fact": 0.5, "task": -0.2}])
+@pytest.mark.parametrize("recency", [0.0, 0.2])
+def test_array_priors_equal_the_scorers_memory_by_memory(types, recency: float) -> None:
+    """arrays._priors (computed in place) gives each candidate FastScorer.prior's value (one
+    type bonus for all, or one per type; recency on or off), up to NumPy's exp2 rounding."""
+    cm = _store(2, 400)
+    changes = {"weights": {**cm.config.weights, "recency": recency}}
+    cfg = dataclasses.replace(cm.config, **changes)
+    if types is not None:
+        cfg = dataclasses.replace(cfg, type_priority=types)
+    index = cm._indexes["default"]
+    view, np = arrays.view_of(index), arrays._np()
+    now = cm.now() + timedelta(days=40)
+    scorer = FastScorer(cfg, index.docs, now.timestamp(), lambda seq: 0)
+    cand = np.arange(view.size)[::3]
+    got = arrays._priors(view, cand, scorer)
+    expected = [scorer.prior(int(view.seq_at[slot])) for slot in cand]
+    assert got.tolist() == pytest.approx(expected, rel=1e-12, abs=1e-15)

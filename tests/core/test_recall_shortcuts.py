@@ -137,7 +137,8 @@ def test_feedback_cues_equal_the_reference(seed: int) -> None:
         depth = cm.config.feedback_hits
         expected = _reference_carry(cm, trace.query_cues, hits, depth)
         assert cm._carry("default", trace.query_cues, hits, depth) == expected
-        assert cm._feedback("default", trace, hits) == [
+        first = ranking.Scored([(cm._seq_of["default", h.memory_id], h.score) for h in hits], 0)
+        assert cm._feedback(cm._indexes["default"], trace.query_cues, first) == [
             cm._carried("default", cue, weight * cm.config.feedback_weight, ids)._replace(
                 self_factor=0.0
             )
