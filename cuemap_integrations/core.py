@@ -274,18 +274,17 @@ class CueMap:
         if index is None:  # not setdefault: that would build an empty index for every memory
             index = self._indexes[record.namespace] = NamespaceIndex(self._columns)
         self._records[seq] = record
-        # the row's packed cues when the cues are the same, and its creation time when it was
-        # never updated: the index shares these objects instead of copies
+        # the row's interned cue tuple when the cues are the same, and its creation time when
+        # it was never updated: the index shares these objects instead of copies
         row = self._records.row(seq)
-        same = len(cues) == len(record.cues) and cues == list(record.cues)
+        same = len(cues) == len(row.cues) and cues == list(row.cues)
         updated = record.updated_at.timestamp()
         if isinstance(row.stamp, float) and row.stamp == updated:
             updated = row.stamp
         index.add(
-            seq, cues, record.tags, terms,
+            seq, row.cues if same else cues, record.tags, terms,
             updated_ts=updated, type=record.type.value, defer=defer,
             content=None if thread_of(record) is not None else record.content,
-            packed_cues=row.packed_cues if same else None,
         )  # fmt: skip
         self._seq_of[(record.namespace, record.memory_id)] = seq
         key = content_key(record) if memo is None else memo.content_key(record)

@@ -21,7 +21,7 @@ from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 from .postings import PostingsTable, position, sorted_holds
-from .recordtable import insertion_numbers, interned, unpack_cues
+from .recordtable import insertion_numbers, interned
 from .text import CueKeys, content_terms
 
 if TYPE_CHECKING:
@@ -57,7 +57,8 @@ class IndexedDoc:
     record already holds: the terms, dozens of pointers, are derived again on the rare removal
     or explanation), else ``(term names, term counts)`` as parallel tuples (transcript turns:
     their neighbours' context reads the terms at every refresh). Term counts are ``bytes`` when
-    all are below 256 (one byte each instead of an 8-byte pointer).
+    all are below 256 (one byte each instead of an 8-byte pointer), and the cues are the
+    record's own cue tuple when they are the same cues (see :meth:`NamespaceIndex.add`).
     """
 
     cues: tuple[str, ...]
@@ -104,10 +105,9 @@ def _words_of(
 
 
 def _distinct(keys: Iterable[str]) -> tuple[str, ...]:
-    """``keys`` without repeats, first occurrence first, as interned strings (a recall's keys
-    are found faster among postings keys that are the same objects: not interning a packed
-    doc's cues saved 27 bytes per memory at 100,000 and cost recall_ab 100k 4%). A tuple that
-    has no repeats is kept as it is (the caller's: shared, not copied)."""
+    """``keys`` without repeats, first occurrence first, as interned strings. A tuple that has
+    no repeats is kept as it is: the caller's tuple (a record's cues, interned by
+    :func:`~cuemap_integrations.recordtable.pack`) is then shared, not copied."""
     unique = dict.fromkeys(keys)
     if isinstance(keys, tuple) and len(unique) == len(keys):
         return keys
@@ -132,10 +132,8 @@ class DocColumns:
     """The per-memory values of every namespace index of one store, as columns indexed by
     ``seq``: term count (``array("I")``), last update (``array("d")``), type (a 2-byte code),
     the content a plain doc's terms are derived from and its cues (lists: pointers to the
-    record's own string and to its packed cues, when they are the same cues, else a tuple of
-    them: :func:`~cuemap_integrations.recordtable.pack_cues`), and when it was indexed
-    (``order``: an indexing number, for :class:`DocTable`'s iteration order, kept only once a
-    memory was indexed again).
+    record's own string and cue tuple), and when it was indexed (``order``: an indexing number,
+    for :class:`DocTable`'s iteration order, kept only once a memory was indexed again).
 
     Why columns: an :class:`IndexedDoc` per memory cost 96 bytes (membreak.py 20000: index
     1,544 -> 1,473 B/mem); these cost 30 bytes (38 with ``order``), and the scorer's hot loops
@@ -162,8 +160,7 @@ class DocColumns:
         self.types: list[str] = []
         self._code_of: dict[str, int] = {}
         self.words: list[str | None] = []  # a plain doc's content (else None)
-        # a plain doc's cues, packed against its content (words) or a tuple (else None)
-        self.cues: list[bytes | tuple[str, ...] | None] = []
+        self.cues: list[tuple[str, ...] | None] = []  # a plain doc's cues (else None)
         # the indexing number of each seq's last indexing, kept once a DocTable indexes a seq
         # below its largest (see DocTable._hold); then the next indexing number
         self.order: array[int] | None = None
@@ -199,10 +196,10 @@ class DocTable(Mapping[int, IndexedDoc]):
     """``seq -> IndexedDoc`` of one namespace, in the order memories were (last) indexed.
 
     A *plain* doc (its words are the content, no tags, no neighbour context: every memory but
-    transcript turns and tagged ones) keeps nothing of its own: its cues (the record's packed
-    cues when they are the same) and its other fields are in the store's :class:`DocColumns`,
-    and reading it builds an :class:`IndexedDoc` on the spot (explanations and removal read a
-    handful). Other docs are kept as they are, in a dict.
+    transcript turns and tagged ones) keeps nothing of its own: its cue tuple (the record's
+    own) and its other fields are in the store's :class:`DocColumns`, and reading it builds an
+    :class:`IndexedDoc` on the spot (explanations and removal read a handful). Other docs are
+    kept as they are, in a dict.
 
     Which seqs the table holds is an ascending array of them (4 bytes each, found by binary
     search), not a dict keyed by seq (52 bytes per memory at 100,000 bench memories: membreak.py
@@ -234,7 +231,7 @@ class DocTable(Mapping[int, IndexedDoc]):
         columns = self.columns
         words: Any = columns.words[seq]  # a plain doc's content
         return IndexedDoc(
-            unpack_cues(words, columns.cues[seq]),  # type: ignore[arg-type]  # a plain doc's
+            columns.cues[seq],  # type: ignore[arg-type]  # a plain doc's: not None
             (), words, columns.lengths[seq], columns.updated[seq], columns.type_of(seq),
         )  # fmt: skip
 
@@ -256,8 +253,7 @@ class DocTable(Mapping[int, IndexedDoc]):
         if held is not None:
             return held.cues
         position(self._seqs, seq)
-        columns = self.columns
-        return unpack_cues(columns.words[seq], columns.cues[seq])  # type: ignore[arg-type]
+        return self.columns.cues[seq]  # type: ignore[return-value]  # a plain doc's: not None
 
     def tags(self, seq: int) -> tuple[str, ...]:
         """The tags memory ``seq`` indexed (without building its doc)."""
@@ -267,13 +263,9 @@ class DocTable(Mapping[int, IndexedDoc]):
         position(self._seqs, seq)
         return ()
 
-    def put(
-        self, seq: int, doc: IndexedDoc, packed_cues: bytes | tuple[str, ...] | None = None
-    ) -> None:
+    def put(self, seq: int, doc: IndexedDoc) -> None:
         """Index ``doc`` as memory ``seq``: a new seq goes last, one already held keeps its
-        place (as in a dict: :meth:`NamespaceIndex.add` pops a re-indexed memory first).
-        ``packed_cues``: ``doc.cues`` packed against its words (kept instead of the doc's tuple:
-        the record's own)."""
+        place (as in a dict: :meth:`NamespaceIndex.add` pops a re-indexed memory first)."""
         plain = isinstance(doc.words, str) and not doc.tags and not doc.context_names
         words = doc.words if isinstance(doc.words, str) and plain else None
         columns = self.columns
@@ -283,7 +275,7 @@ class DocTable(Mapping[int, IndexedDoc]):
             if columns.order is not None:
                 columns.order[seq] = columns.indexed
                 columns.indexed += 1
-        columns.cues[seq] = (doc.cues if packed_cues is None else packed_cues) if plain else None
+        columns.cues[seq] = doc.cues if plain else None
         if plain:
             self._others.pop(seq, None)
         else:
@@ -348,14 +340,13 @@ class NamespaceIndex:
     def add(
         self,
         seq: int,
-        cues: Sequence[str],
+        cues: Iterable[str],
         tags: Iterable[str],
         terms: Iterable[str],
         *,
         updated_ts: float = 0.0,
         type: str = "note",
         content: str | None = None,
-        packed_cues: bytes | tuple[str, ...] | None = None,
         defer: bool = False,
     ) -> None:
         """Index memory ``seq`` (replacing what it had indexed before, if anything).
@@ -363,9 +354,6 @@ class NamespaceIndex:
         ``content``: the memory's content when ``terms`` are its
         :func:`~cuemap_integrations.text.content_terms` (not a transcript turn's): the doc keeps
         the string instead of the terms.
-        ``packed_cues``: ``cues`` as the record keeps them (packed against ``content`` by
-        :func:`~cuemap_integrations.recordtable.pack_cues`), kept instead of a tuple of them
-        (the doc's cues, read again by explanations and removal only).
         ``defer=True`` (bulk ingest of new memories, in ascending ``seq`` order): its postings
         are collected and appended to the tables by :meth:`flush`, which must come before the
         tables are read. A batch then costs one append per key instead of one per posting."""
@@ -373,20 +361,15 @@ class NamespaceIndex:
         if seq in self.docs:
             self.remove(seq)
         names, counts = _counted(terms)
-        if content is None:
-            packed_cues = None  # not packed against the doc's words
-        unique = _distinct(cues)
-        if len(unique) != len(cues):
-            packed_cues = None  # not the doc's cues (repeats dropped)
         doc = IndexedDoc(
-            unique,
+            _distinct(cues),
             _distinct(tags),
             (names, counts) if content is None else content,
             sum(counts),
             updated_ts,
             type,
         )
-        self.docs.put(seq, doc, packed_cues)
+        self.docs.put(seq, doc)
         self.total_length += doc.length
         if self.view is not None:
             self.view.set_doc(seq, doc)

@@ -3,10 +3,9 @@
 A :class:`~cuemap_integrations.records.MemoryRecord` held for every memory costs about 300 bytes
 beyond its strings: the dataclass and its instance dict, a ``datetime`` per timestamp, an empty
 metadata dict. :class:`RecordTable` keeps a :class:`Row` instead (about 140 bytes): the fields
-most memories set, a POSIX timestamp for ``created_at``, the cues as positions in the content
-(:func:`pack_cues`), and only the other fields that differ from their default. Reading a
-record builds it from its row without validating it again (it was validated when stored).
-Filters and scoring read the few fields they need from the row itself
+most memories set, a POSIX timestamp for ``created_at``, and only the other fields that differ
+from their default. Reading a record builds it from its row without validating it again (it was
+validated when stored). Filters and scoring read the few fields they need from the row itself
 (:meth:`RecordTable.row`), so ranking many candidates builds no records.
 
 Example:
@@ -27,14 +26,12 @@ from collections.abc import Iterable, Iterator, MutableMapping
 from dataclasses import MISSING, fields
 from datetime import datetime, timezone
 from itertools import chain, compress, repeat
-from operator import add, attrgetter, is_not, itemgetter
+from operator import attrgetter, is_not
 from typing import Any, NamedTuple, Protocol
 
 from .records import CueOrigin, JSONValue, MemoryRecord, MemoryType
 
-__all__ = [
-    "RecordHead", "RecordTable", "Row", "insertion_numbers", "interned", "pack_cues", "unpack_cues"
-]  # fmt: skip
+__all__ = ["RecordHead", "RecordTable", "Row", "insertion_numbers", "interned"]
 
 # The fields a row keeps only when they differ from their default (updated_at: from created_at).
 _EXTRA = ("updated_at", "tags", "last_accessed", "access_count", "expires_at", "supersedes",
@@ -75,21 +72,15 @@ class Row(NamedTuple):
     less per memory, membreak.py 100000), else a tuple of them (None when there is none); in a
     row whose kind is not shared (names None), a flat ``(name, value, ...)`` tuple.
     ``extra`` is a flat ``(name, value, name, value...)`` tuple (a tuple is smaller than a
-    dict) of the fields in :data:`_EXTRA` that differ from their default (usually none).
-    ``packed_cues`` are the cues as :func:`pack_cues` keeps them (read them as :attr:`cues`)."""
+    dict) of the fields in :data:`_EXTRA` that differ from their default (usually none)."""
 
     memory_id: str
     content: str
-    packed_cues: bytes | tuple[str, ...]
+    cues: tuple[str, ...]
     kind: Kind
     stamp: float | datetime  # created_at: POSIX seconds when they convert back exactly
     metadata: Any  # the values of the names in kind[4], or a flat tuple (see above)
     extra: tuple[Any, ...]
-
-    @property
-    def cues(self) -> tuple[str, ...]:
-        """The memory's cues."""
-        return unpack_cues(self.content, self.packed_cues)
 
     @property
     def type(self) -> MemoryType:
@@ -165,51 +156,6 @@ def interned(strings: Iterable[str]) -> tuple[str, ...]:
         return tuple(map(sys.intern, map(str, strings)))
 
 
-def pack_cues(content: str, cues: tuple[str, ...]) -> bytes | tuple[str, ...]:
-    """``cues`` as where each is in ``content.lower()``: a 2-byte start per cue, then a 1-byte
-    length per cue, in one ``bytes`` (:func:`unpack_cues` slices them out again); the tuple of
-    them, interned, when one is not in it (a given cue), starts past 65,535 or is longer than
-    255 characters.
-
-    Why: derived cues are words and phrases of the content, and a tuple of them costs 8 bytes
-    a cue plus its header (about 240 bytes a memory at 100,000 bench memories, its largest
-    object) where this costs 3 bytes a cue plus 33. A table numbering the distinct cues
-    instead would hold about one entry per memory (bench memories each bring a new word:
-    104,000 distinct cues at 100,000), which costs about what the numbers save."""
-    if not cues:
-        return ()
-    starts = map(content.lower().find, cues)  # -1 (not there) fails as a start, as 65,536 does
-    try:
-        return array("H", starts).tobytes() + bytes(map(len, cues))
-    except (OverflowError, ValueError):
-        return interned(cues)
-
-
-def unpack_cues(content: str, packed: bytes | tuple[str, ...]) -> tuple[str, ...]:
-    """The cues :func:`pack_cues` packed against ``content`` (new strings: equal, not the same
-    objects). The last :data:`_UNPACKED_KEPT` unpacked are kept by the packed object (a recall
-    reads a hit's cues for its record and again for its explanation: the index holds the
-    row's own packed cues); a packed object is only ever unpacked against its content."""
-    if isinstance(packed, tuple):
-        return packed
-    held = _UNPACKED.get(id(packed))
-    if held is not None and held[0] is packed:  # the same object, not one since at its address
-        return held[1]
-    count = len(packed) // 3
-    starts = memoryview(packed)[: 2 * count].cast("H")
-    slices = map(slice, starts, map(add, starts, packed[2 * count :]))
-    cut = itemgetter(*slices)(content.lower())  # one C call cutting them all into a tuple
-    cues: tuple[str, ...] = cut if count > 1 else (cut,)
-    if len(_UNPACKED) >= _UNPACKED_KEPT:
-        _UNPACKED.clear()
-    _UNPACKED[id(packed)] = (packed, cues)  # holding packed keeps its id unique
-    return cues
-
-
-_UNPACKED_KEPT = 256
-_UNPACKED: dict[int, tuple[bytes, tuple[str, ...]]] = {}  # id(packed) -> (packed, its cues)
-
-
 def insertion_numbers(size: int) -> tuple[array[int], int]:
     """Insertion numbers for the seqs below ``size`` of a table inserted into in ascending seq
     order until now (their order is their seqs'), and the next insertion number: a table starts
@@ -240,7 +186,7 @@ def pack(record: MemoryRecord, kinds: dict[tuple[Any, ...], Any]) -> Row:
     kind = _kind(record, kinds)
     metadata = _values(record.metadata) if kind[4] is not None else _flat(record.metadata)
     return tuple.__new__(Row, (  # Row's own __new__ is a Python function: this is the hot path
-        record.memory_id, record.content, pack_cues(record.content, record.cues), kind,
+        record.memory_id, record.content, interned(record.cues), kind,
         _stamp(created), metadata, tuple(extra),
     ))  # fmt: skip
 

@@ -128,16 +128,13 @@ def test_a_read_after_a_write_or_delete_never_sees_the_old_record() -> None:
     assert [table[seq].memory_id for seq in range(3)] == ["m0", "m1", "m2"]
 
 
-def test_the_index_shares_the_records_packed_cues_and_packs_small_counts() -> None:
+def test_the_index_shares_the_records_cues_and_packs_small_counts() -> None:
     with CueMap() as cm:
         cm.add("Melanie painted a sunset by the lake", memory_id="port")
         seq = cm._seq_of[("default", "port")]
-        docs, row = cm._indexes["default"].docs, cm._records.row(seq)
-        assert docs.columns.cues[seq] is row.packed_cues and isinstance(row.packed_cues, bytes)
-        assert (
-            docs[seq].cues == docs.cues(seq) == row.cues == ("melanie", "painted", "sunset", "lake")
-        )
-        assert isinstance(docs[seq].term_counts, bytes)
+        doc = cm._indexes["default"].docs[seq]
+        assert doc.cues is cm._records.row(seq).cues
+        assert isinstance(doc.term_counts, bytes)
     index = NamespaceIndex()
     index.add(1, ["a"], [], ["w"] * 300 + ["v"])
     assert index.docs[1].term_counts == (300, 1) and index.docs[1].length == 301
@@ -273,57 +270,3 @@ def test_the_table_orders_and_holds_memories_as_a_dict_does(
     assert list(table) == list(reference) and len(table) == len(reference)
     assert [(seq, table.row(seq)) for seq in reference] == list(table.rows())
     assert dict(table) == reference and -1 not in table and "1" not in table
-
-
-# content with cases lower() changes the length of (İ), cues in it, beside it and not in it
-_texts = st.text("aB c-İß\u0130", max_size=40)
-
-
-@settings(max_examples=500, deadline=None)
-@given(_texts, st.data())
-def test_packed_cues_unpack_to_the_same_cues(content: str, data: st.DataObject) -> None:
-    low = content.lower()
-    spans = st.tuples(st.integers(0, len(low)), st.integers(0, len(low)))
-    inside = spans.map(lambda span: low[min(span) : max(span)])
-    cues = tuple(data.draw(st.lists(st.one_of(inside, _texts), max_size=30)))
-    packed = recordtable.pack_cues(content, cues)
-    back = recordtable.unpack_cues(content, packed)
-    assert back == cues and all(type(cue) is str for cue in back)
-    assert isinstance(packed, bytes) == (bool(cues) and all(cue in low for cue in cues))
-
-
-def test_cues_past_what_packing_holds_stay_a_tuple() -> None:
-    far = "x" * 70_000 + " far"
-    long = "y" * 300
-    for content, cues in ((far, ("far",)), (long, (long,)), (far, ())):
-        packed = recordtable.pack_cues(content, cues)
-        assert packed == cues and isinstance(packed, tuple)
-        assert recordtable.unpack_cues(content, packed) == cues
-    assert isinstance(recordtable.pack_cues(far, ("x" * 255,)), bytes)
-
-
-_contents = st.sampled_from(["Melanie painted a sunset", "The API uses port 8001", "İstanbul trip"])
-_cue_lists = st.one_of(st.none(), st.lists(st.sampled_from(["sunset", "port", "zebra", "trip"]),
-                                           min_size=1, max_size=3))  # fmt: skip
-
-
-@settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 2), _contents, _cue_lists, st.booleans()), max_size=8))
-def test_the_index_reads_the_cues_each_memory_was_last_indexed_with(
-    writes: list[tuple[int, str, list[str] | None, bool]],
-) -> None:
-    with CueMap() as cm:
-        for number, content, cues, delete in writes:
-            memory_id = f"m{number}"
-            if ("default", memory_id) not in cm._seq_of:
-                cm.add(content, memory_id=memory_id, cues=cues)
-            elif delete:
-                cm.delete(memory_id)
-            else:
-                cm.update(memory_id, content=content, **({} if cues is None else {"cues": cues}))
-        index = cm._indexes.get("default")
-        for (_, memory_id), seq in cm._seq_of.items():
-            record, docs = cm.get(memory_id), index.docs  # type: ignore[union-attr]
-            assert docs.cues(seq) == docs[seq].cues == tuple(dict.fromkeys(docs.cues(seq)))
-            assert set(docs.cues(seq)) >= set(record.cues) and record.cues == cm._records[seq].cues
-            assert all(seq in index.cues[cue] for cue in docs.cues(seq))  # type: ignore[union-attr]
