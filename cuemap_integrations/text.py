@@ -267,38 +267,44 @@ def _normalize_ascii_pass(text: str) -> str:
 # Cues, tags, words and queries repeat endlessly: short strings are normalized, stemmed and split
 # into units once per process (pure functions of the string, so a cache cannot change a result).
 _CACHED_CHARS = 64
-# Keys per cache (_Memo). Twice the 65,536 of the lru_caches these replaced: a memo forgets all
-# at once when full, which on a word stream of a larger vocabulary than it holds misses about
-# 20% more often than an LRU of the same size (simulated on Zipf streams of 100k-400k distinct
-# words), and about as often as that LRU at twice the size. Only a vocabulary that large fills
-# one (the 100,000 bench memories make 44,000 stems); the table itself then takes 5.0 MB (the
-# LRU's took 6.2 MB), plus the keys and values held.
-_CACHE_SIZE = 1 << 17
+# Keys per generation of a cache (_Memo: it holds up to twice as many). The lru_caches these
+# replaced held 65,536 keys; a memo of one generation of 131,072 (forgetting all at once when
+# full) took 5.0 MB per cache once the 100,000 bench memories filled it (each brings a new word:
+# 104,000 distinct), 86 bytes per memory for the two that fill (stems, salient words), plus the
+# keys they kept. Two generations of 16,384: keys asked since the last turnover stay (a common
+# word is copied from the older generation, not derived again), the rest go (membreak.py 100000:
+# 57 bytes per memory less; ingest_ab and recall_ab at 100,000 the same within their noise).
+_CACHE_SIZE = 1 << 14
 
 _K = TypeVar("_K", bound=Hashable)
 _V = TypeVar("_V")
 
 
 class _Memo(dict[_K, _V]):
-    """``memo[key] == fn(key)`` for a pure one-argument ``fn``, remembered for up to ``maxsize``
-    keys (all forgotten at once when full: a pure function gives the same values again).
+    """``memo[key] == fn(key)`` for a pure one-argument ``fn``, remembered for the last
+    ``maxsize`` to ``2 * maxsize`` keys asked (a pure function gives the same values again).
 
     The per-word caches of ingest (stems, salient and name words ...) are asked dozens of times
     per memory and almost always hit: a hit here is one C-level dict lookup (``memo[key]``, or
     ``map(memo.__getitem__, words)``), where an ``lru_cache`` hit also moves a node in its
     recency list, which cost about twice as much, and each entry carries no list node either
-    (measured: 38 bytes per entry instead of 94)."""
+    (measured: 38 bytes per entry instead of 94). Recency is kept by generations instead: when
+    the memo holds ``maxsize`` keys, they become the older generation (the one before is
+    forgotten) and the memo starts empty; a key asked again comes back from the older one."""
 
-    __slots__ = ("_fn", "_maxsize")
+    __slots__ = ("_fn", "_maxsize", "_older")
 
     def __init__(self, fn: Callable[[_K], _V], maxsize: int) -> None:
         super().__init__()
         self._fn = fn
         self._maxsize = maxsize
+        self._older: dict[_K, _V] = {}
 
     def __missing__(self, key: _K) -> _V:
-        value = self._fn(key)
+        older = self._older
+        value = older[key] if key in older else self._fn(key)
         if len(self) >= self._maxsize:
+            self._older = self.copy()
             self.clear()
         self[key] = value
         return value

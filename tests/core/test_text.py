@@ -163,13 +163,20 @@ def test_stem_leaves_short_non_ascii_and_identifiers_alone(word: str) -> None:
 def test_stem_is_cached() -> None:
     stem("generalizations")
     assert text_module._STEMS["generalizations"] == "gener"
-    assert text_module._STEMS._maxsize == 1 << 17
+    assert text_module._STEMS._maxsize == 1 << 14
 
 
-def test_a_full_memo_forgets_everything_and_still_answers() -> None:
-    memo = text_module._Memo(len, 2)
+def test_a_full_memo_keeps_one_older_generation_and_still_answers() -> None:
+    calls: list[str] = []
+    memo = text_module._Memo(lambda key: calls.append(key) or len(key), 2)
     assert (memo["a"], memo["bb"]) == (1, 2)
-    assert memo["ccc"] == 3 and dict(memo) == {"ccc": 3}
+    assert memo["ccc"] == 3 and dict(memo) == {"ccc": 3}  # "a" and "bb" are the older ones
+    assert memo["a"] == 1 and dict(memo) == {"ccc": 3, "a": 1} and calls == ["a", "bb", "ccc"]
+    assert memo["dddd"] == 4 and dict(memo) == {"dddd": 4}  # "ccc" and "a" are the older now
+    assert memo["a"] == 1 and calls[-1] == "dddd"  # asked in each generation: kept
+    assert memo["bb"] == 2 and calls[-1] == "bb"  # not asked since two turnovers: derived again
+    never = text_module._Memo(lambda key: None, 1)  # None and False are values like any other
+    assert never["x"] is None and never["y"] is None and never["x"] is None
 
 
 # --- words ----------------------------------------------------------------------------------
