@@ -72,3 +72,22 @@ def test_sizes_beyond_the_budget_are_skipped(tiny_path: Path) -> None:
     first, second = report["sizes"]
     assert "cuemap" in first and "bm25s" not in first
     assert second["skipped"].startswith("skipped: estimated")
+
+
+def test_index_bytes_are_measured_in_a_process_of_their_own(monkeypatch, tiny_path: Path) -> None:
+    """The memos of the text module are process-wide: after the other figures' ingests they
+    would already hold the corpus's words, so the bytes get a fresh process (job) each."""
+    from cuemap_integrations.bench import scale
+
+    jobs: list[str] = []
+
+    def run_job(job: dict, timeout: float) -> dict:
+        jobs.append(job["system"])
+        return {"ok": {"index_bytes_per_memory": 1.0} if job["system"] == "cuemap-bytes"
+                else {"from": job["system"]}}  # fmt: skip
+
+    monkeypatch.setattr(scale, "run_job", run_job)
+    options = ScaleOptions(corpus=str(tiny_path), bm25s=False)  # no ratios of the fake figures
+    entry = scale._measure_size(options, 100, 60.0)
+    assert jobs == ["cuemap", "cuemap-bytes"]
+    assert entry["cuemap"] == {"from": "cuemap", "memory": {"index_bytes_per_memory": 1.0}}
