@@ -354,12 +354,11 @@ class NamespaceIndex:
         ``content``: the memory's content when ``terms`` are its
         :func:`~cuemap_integrations.text.content_terms` (not a transcript turn's): the doc keeps
         the string instead of the terms.
-        ``defer=True`` (bulk ingest of new memories, in ascending ``seq`` order): its postings
-        are collected and appended to the tables by :meth:`flush`, which must come before the
-        tables are read. A batch then costs one append per key instead of one per posting."""
-        context = self.docs[seq].context if seq in self.docs else ()
-        if seq in self.docs:
-            self.remove(seq)
+        ``defer=True`` (bulk ingest of new memories, never indexed before, in ascending ``seq``
+        order): its postings are collected and appended to the tables by :meth:`flush`, which
+        must come before the tables are read. A batch then costs one append per key instead of
+        one per posting."""
+        context = () if defer else self._removed_context(seq)
         names, counts = _counted(terms)
         doc = IndexedDoc(
             _distinct(cues),
@@ -380,6 +379,16 @@ class NamespaceIndex:
         put("term", seq, names, counts)
         if context:
             self.set_context(seq, dict(context))
+
+    def _removed_context(self, seq: int) -> tuple[tuple[str, float], ...]:
+        """Remove what memory ``seq`` had indexed, if anything, and return its neighbour
+        context (which :meth:`add` keeps). A deferred ``add`` is of a new memory: it skips
+        this (two searches of the held seqs per memory of a bulk ingest)."""
+        if seq not in self.docs:
+            return ()
+        context = self.docs[seq].context
+        self.remove(seq)
+        return context
 
     def set_context(self, seq: int, context: Mapping[str, float]) -> None:
         """Replace the neighbour-context terms of memory ``seq`` (its own terms win)."""
