@@ -123,6 +123,13 @@ class IndexedDoc:
 
 def _counted(terms: Iterable[str]) -> tuple[tuple[str, ...], bytes | tuple[int, ...]]:
     """Distinct ``terms`` (interned, first occurrence first) and their packed counts."""
+    terms = terms if isinstance(terms, (list, tuple)) else list(terms)
+    distinct = dict.fromkeys(terms)
+    if distinct and len(distinct) == len(terms):
+        # each term once (most memories): the counts are all ones, known without a Counter
+        # (whose Python-level set-up cost more than counting); shared as _packed_counts does
+        ones = b"\x01" * len(terms)
+        return interned(distinct), _ALL_ONES.setdefault(ones, ones)
     counts = Counter(terms)
     return interned(counts), _packed_counts(counts.values())
 
