@@ -295,7 +295,7 @@ class CueMap:
             updated = row.stamp
         index.add(
             seq, row.cues if same else cues, record.tags, terms,
-            updated_ts=updated, type=record.type.value, defer=defer,
+            updated_ts=updated, type=record.type._value_, defer=defer,  # see _ttl_expiry
             content=None if thread_of(record) is not None else record.content,
         )  # fmt: skip
         self._seq_of[(record.namespace, record.memory_id)] = seq
@@ -389,7 +389,9 @@ class CueMap:
         return MemoryRecord._prevalidated(values, cues_checked=origin == "derived")
 
     def _ttl_expiry(self, kind: MemoryType, created: datetime) -> datetime | None:
-        days = self.config.ttl_days.get(kind.value)
+        # _value_: the member's own attribute, what the .value property (a Python-level
+        # descriptor, a call per read) returns; ingest reads it several times per memory
+        days = self.config.ttl_days.get(kind._value_)
         return None if days is None else created + timedelta(days=days)
 
     def add(
