@@ -293,17 +293,19 @@ class CueMap:
         updated = record.updated_at.timestamp()
         if isinstance(row.stamp, float) and row.stamp == updated:
             updated = row.stamp
+        turn = thread_of(record) is not None
         index.add(
             seq, row.cues if same else cues, record.tags, terms,
-            updated_ts=updated, type=record.type.value, defer=defer,
-            content=None if thread_of(record) is not None else record.content,
+            updated_ts=updated, type=record.type._value_, defer=defer,  # see _ttl_expiry
+            content=None if turn else record.content,
         )  # fmt: skip
         self._seq_of[(record.namespace, record.memory_id)] = seq
         key = content_key(record) if memo is None else memo.content_key(record)
         self._by_content.add(key, seq)
         if record.key is not None and record.superseded_by is None:
             self._by_key[(record.namespace, record.key)] = seq
-        self._threads.add(seq, record)
+        if turn:  # Threads.add would find no thread (and no speaker) for any other memory
+            self._threads.add(seq, record)
 
     def _flush_postings(self) -> None:
         """Post what ``_index(..., defer=True)`` left waiting (before the index is read)."""
@@ -389,7 +391,9 @@ class CueMap:
         return MemoryRecord._prevalidated(values, cues_checked=origin == "derived")
 
     def _ttl_expiry(self, kind: MemoryType, created: datetime) -> datetime | None:
-        days = self.config.ttl_days.get(kind.value)
+        # _value_: the member's own attribute, what the .value property (a Python-level
+        # descriptor, a call per read) returns; ingest reads it several times per memory
+        days = self.config.ttl_days.get(kind._value_)
         return None if days is None else created + timedelta(days=days)
 
     def add(

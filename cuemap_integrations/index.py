@@ -17,7 +17,7 @@ from bisect import bisect_left
 from collections import Counter, defaultdict, deque
 from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from itertools import repeat
+from itertools import chain, repeat
 from typing import TYPE_CHECKING, Any
 
 from .postings import PostingsTable, position, sorted_holds
@@ -31,17 +31,47 @@ __all__ = ["DocColumns", "DocTable", "IndexedDoc", "NamespaceIndex"]
 
 
 class _Pending:
-    """Postings waiting for :meth:`NamespaceIndex.flush`, per kind: key -> seqs (ascending) for
-    keys posted without values (cues, tags), and key -> ``[seq, value, seq, value, ...]`` for
-    keys posted with values (terms). A kind is always posted one way or the other
-    (:meth:`NamespaceIndex.add`): a term posting is then one ``list.extend`` of a pair instead
-    of two appends, each with its own dict lookup (the deferred postings are the index's main
-    share of bulk ingest)."""
+    """Postings waiting for :meth:`NamespaceIndex.flush`, per kind, as each memory left them:
+    its seq and keys (cues, tags), or its seq, keys and values (terms). They are grouped by
+    key only at the flush, in one pass over the whole batch consumed in C (:meth:`by_key`):
+    a per-memory pass cost a few map and zip objects and a call each, for about 20 postings
+    (the deferred postings are the index's main share of bulk ingest)."""
 
     def __init__(self) -> None:
         kinds = ("cue", "tag", "term")
-        self.seqs: dict[str, defaultdict[str, list[int]]] = {k: defaultdict(list) for k in kinds}
-        self.pairs: dict[str, defaultdict[str, list[Any]]] = {k: defaultdict(list) for k in kinds}
+        self.plain: dict[str, tuple[list[int], list[Sequence[str]]]] = {k: ([], []) for k in kinds}
+        self.valued: dict[str, tuple[list[int], list[Sequence[str]], list[Sequence[Any]]]] = {
+            k: ([], [], []) for k in kinds
+        }
+
+    def add(self, kind: str, seq: int, keys: Sequence[str], values: Sequence[Any] | None) -> None:
+        """Keep memory ``seq``'s postings of ``kind`` (``values`` None: without values)."""
+        if values is None:
+            seqs, keys_of = self.plain[kind]
+        else:
+            seqs, keys_of, values_of = self.valued[kind]
+            values_of.append(values)
+        seqs.append(seq)
+        keys_of.append(keys)
+
+    def by_key(self, kind: str) -> tuple[dict[str, list[int]], dict[str, list[Any]]]:
+        """Key -> seqs (ascending) of the postings without values, and key -> ``[seq, value,
+        seq, value, ...]`` of those with values; keys in the order they were first posted."""
+        seqs_of: defaultdict[str, list[int]] = defaultdict(list)
+        seqs, keys_of = self.plain[kind]
+        # each memory's seq repeated once per key of it, beside the keys chained end to end
+        _drain(map(list.append, map(seqs_of.__getitem__, chain.from_iterable(keys_of)),
+                   _each_repeated(seqs, keys_of)))  # fmt: skip
+        pairs_of: defaultdict[str, list[Any]] = defaultdict(list)
+        seqs, keys_of, values_of = self.valued[kind]
+        pairs = zip(_each_repeated(seqs, keys_of), chain.from_iterable(values_of), strict=True)
+        _drain(map(list.extend, map(pairs_of.__getitem__, chain.from_iterable(keys_of)), pairs))
+        return seqs_of, pairs_of
+
+
+def _each_repeated(seqs: list[int], keys_of: list[Sequence[str]]) -> Iterator[int]:
+    """Each of ``seqs`` repeated as many times as its keys have items, end to end."""
+    return chain.from_iterable(map(repeat, seqs, map(len, keys_of)))
 
 
 def _drain(calls: Iterator[object]) -> None:
@@ -93,6 +123,13 @@ class IndexedDoc:
 
 def _counted(terms: Iterable[str]) -> tuple[tuple[str, ...], bytes | tuple[int, ...]]:
     """Distinct ``terms`` (interned, first occurrence first) and their packed counts."""
+    terms = terms if isinstance(terms, (list, tuple)) else list(terms)
+    distinct = dict.fromkeys(terms)
+    if distinct and len(distinct) == len(terms):
+        # each term once (most memories): the counts are all ones, known without a Counter
+        # (whose Python-level set-up cost more than counting); shared as _packed_counts does
+        ones = b"\x01" * len(terms)
+        return interned(distinct), _ALL_ONES.setdefault(ones, ones)
     counts = Counter(terms)
     return interned(counts), _packed_counts(counts.values())
 
@@ -354,12 +391,11 @@ class NamespaceIndex:
         ``content``: the memory's content when ``terms`` are its
         :func:`~cuemap_integrations.text.content_terms` (not a transcript turn's): the doc keeps
         the string instead of the terms.
-        ``defer=True`` (bulk ingest of new memories, in ascending ``seq`` order): its postings
-        are collected and appended to the tables by :meth:`flush`, which must come before the
-        tables are read. A batch then costs one append per key instead of one per posting."""
-        context = self.docs[seq].context if seq in self.docs else ()
-        if seq in self.docs:
-            self.remove(seq)
+        ``defer=True`` (bulk ingest of new memories, never indexed before, in ascending ``seq``
+        order): its postings are collected and appended to the tables by :meth:`flush`, which
+        must come before the tables are read. A batch then costs one append per key instead of
+        one per posting."""
+        context = () if defer else self._removed_context(seq)
         names, counts = _counted(terms)
         doc = IndexedDoc(
             _distinct(cues),
@@ -380,6 +416,16 @@ class NamespaceIndex:
         put("term", seq, names, counts)
         if context:
             self.set_context(seq, dict(context))
+
+    def _removed_context(self, seq: int) -> tuple[tuple[str, float], ...]:
+        """Remove what memory ``seq`` had indexed, if anything, and return its neighbour
+        context (which :meth:`add` keeps). A deferred ``add`` is of a new memory: it skips
+        this (two searches of the held seqs per memory of a bulk ingest)."""
+        if seq not in self.docs:
+            return ()
+        context = self.docs[seq].context
+        self.remove(seq)
+        return context
 
     def set_context(self, seq: int, context: Mapping[str, float]) -> None:
         """Replace the neighbour-context terms of memory ``seq`` (its own terms win)."""
@@ -425,14 +471,7 @@ class NamespaceIndex:
         """:meth:`_put_many`, with the postings themselves left for :meth:`flush`."""
         if self._pending is None:
             self._pending = _Pending()
-        pending = self._pending
-        # list.append (list.extend of a (seq, value) pair) over the keys' lists, consumed in C:
-        # no Python-level loop per posting (a memory makes dozens)
-        if values is None:
-            _drain(map(list.append, map(pending.seqs[kind].__getitem__, keys), repeat(seq)))
-        else:
-            pairs = zip(repeat(seq), values)
-            _drain(map(list.extend, map(pending.pairs[kind].__getitem__, keys), pairs))
+        self._pending.add(kind, seq, keys, values)
         if self.view is not None:
             for key, value in zip(keys, values or repeat(1.0, len(keys)), strict=True):
                 self.view.put(kind, key, seq, value)
@@ -443,15 +482,15 @@ class NamespaceIndex:
         if pending is None:
             return
         self.derived.clear()
-        for kind, seqs_of in pending.seqs.items():
-            table = self._tables[kind]
+        for kind, table in self._tables.items():
+            seqs_of, pairs_of = pending.by_key(kind)
             if kind != "term":  # the cues (tags) posted for the first time
                 lexicon = self.cue_lexicon if kind == "cue" else self.tag_lexicon
                 _drain(map(lexicon.insert, [key for key in seqs_of if key not in table]))
             extend = table.extend
             for key, seqs in seqs_of.items():  # keys in the order they were first posted
                 extend(key, seqs, None)
-            for key, pairs in pending.pairs[kind].items():
+            for key, pairs in pairs_of.items():
                 extend(key, pairs[0::2], pairs[1::2])
 
     def _drop(self, kind: str, key: str, seq: int) -> None:

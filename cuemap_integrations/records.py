@@ -281,7 +281,7 @@ class MemoryRecord:
         put(self, "memory_id", validate_memory_id(self.memory_id))
         put(self, "namespace", validate_namespace(self.namespace))
         put(self, "cues", _string_tuple(self.cues, "cues"))
-        self._check_from_tags()
+        _check_from_tags(self.__dict__)  # the frozen record's own fields, checked in place
 
     @classmethod
     def _prevalidated(cls, values: Mapping[str, Any], *, cues_checked: bool) -> MemoryRecord:
@@ -290,48 +290,16 @@ class MemoryRecord:
         own checks (``CueMap._build``); the other fields are checked in ``__post_init__``'s
         order, so an invalid one raises the same error. Bulk ingest builds every record this
         way: the checks it skips and the frozen dataclass's field-by-field set-up were about
-        half of a record's construction."""
-        record = object.__new__(cls)
-        object.__setattr__(record, "__dict__", dict(_FIELD_TEMPLATE, **values))  # field order
-        put = object.__setattr__
-        put(record, "memory_id", validate_memory_id(record.memory_id))
+        half of a record's construction. The fields are checked in their dict before the
+        record holds it (item stores, not a call of ``object.__setattr__`` each)."""
+        checked = dict(_FIELD_TEMPLATE, **values)  # field order
+        checked["memory_id"] = validate_memory_id(checked["memory_id"])
         if not cues_checked:
-            put(record, "cues", _string_tuple(record.cues, "cues"))
-        record._check_from_tags()
+            checked["cues"] = _string_tuple(checked["cues"], "cues")
+        _check_from_tags(checked)
+        record = object.__new__(cls)
+        object.__setattr__(record, "__dict__", checked)
         return record
-
-    def _check_from_tags(self) -> None:
-        """``__post_init__``'s checks from ``tags`` on."""
-        put = object.__setattr__
-        put(self, "tags", _string_tuple(self.tags, "tags"))
-        put(self, "type", MemoryType.coerce(self.type))
-        put(self, "created_at", coerce_timestamp(self.created_at, "created_at"))
-        put(self, "updated_at", coerce_timestamp(self.updated_at, "updated_at"))
-        put(self, "last_accessed", _optional_timestamp(self.last_accessed, "last_accessed"))
-        put(self, "expires_at", _optional_timestamp(self.expires_at, "expires_at"))
-        put(self, "superseded_at", _optional_timestamp(self.superseded_at, "superseded_at"))
-        self._check_scalars()
-        metadata = json_safe_copy(self.metadata if self.metadata is not None else {})
-        if not isinstance(metadata, dict):
-            raise ValidationError("metadata", self.metadata, "a dict")
-        put(self, "metadata", metadata)
-
-    def _check_scalars(self) -> None:
-        if self.source is not None:
-            if not isinstance(self.source, str):
-                raise ValidationError("source", self.source, "a string or None")
-            check_unicode(self.source, "source")
-        count = self.access_count
-        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            raise ValidationError("access_count", count, "an integer >= 0")
-        for name in ("supersedes", "superseded_by"):
-            value = getattr(self, name)
-            if value is not None:
-                validate_memory_id(value, name)
-        if self.key is not None:
-            validate_memory_id(self.key, "key")
-        if self.cue_origin not in ("given", "derived"):
-            raise ValidationError("cue_origin", self.cue_origin, "'given' or 'derived'")
 
     @classmethod
     def _unchecked(cls, values: dict[str, Any]) -> MemoryRecord:
@@ -380,6 +348,43 @@ class MemoryRecord:
             if name not in data:
                 raise ValidationError(name, None, "required in a stored record")
         return cls(**dict(data))
+
+
+def _check_from_tags(values: dict[str, Any]) -> None:
+    """``__post_init__``'s checks from ``tags`` on, normalising a record's field ``values``
+    in place (a frozen record's ``__dict__``: the same as setting its attributes)."""
+    values["tags"] = _string_tuple(values["tags"], "tags")
+    values["type"] = MemoryType.coerce(values["type"])
+    values["created_at"] = coerce_timestamp(values["created_at"], "created_at")
+    values["updated_at"] = coerce_timestamp(values["updated_at"], "updated_at")
+    values["last_accessed"] = _optional_timestamp(values["last_accessed"], "last_accessed")
+    values["expires_at"] = _optional_timestamp(values["expires_at"], "expires_at")
+    values["superseded_at"] = _optional_timestamp(values["superseded_at"], "superseded_at")
+    _check_scalars(values)
+    given = values["metadata"]
+    metadata = json_safe_copy(given if given is not None else {})
+    if not isinstance(metadata, dict):
+        raise ValidationError("metadata", given, "a dict")
+    values["metadata"] = metadata
+
+
+def _check_scalars(values: dict[str, Any]) -> None:
+    source = values["source"]
+    if source is not None:
+        if not isinstance(source, str):
+            raise ValidationError("source", source, "a string or None")
+        check_unicode(source, "source")
+    count = values["access_count"]
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        raise ValidationError("access_count", count, "an integer >= 0")
+    for name in ("supersedes", "superseded_by"):
+        value = values[name]
+        if value is not None:
+            validate_memory_id(value, name)
+    if values["key"] is not None:
+        validate_memory_id(values["key"], "key")
+    if values["cue_origin"] not in ("given", "derived"):
+        raise ValidationError("cue_origin", values["cue_origin"], "'given' or 'derived'")
 
 
 RECORD_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(MemoryRecord))

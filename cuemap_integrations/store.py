@@ -226,7 +226,7 @@ def record_to_row(record: MemoryRecord) -> tuple[Any, ...]:
     return (
         record.namespace, record.memory_id, record.content,
         _json_strings(record.cues), _json_strings(record.tags),
-        record.type.value, record.source, created, updated,
+        record.type._value_, record.source, created, updated,  # .value without its descriptor
         _iso(record.last_accessed), record.access_count, _iso(record.expires_at),
         record.supersedes, record.superseded_by,
         _metadata_json(record.metadata), record.cue_origin,

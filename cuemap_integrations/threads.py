@@ -39,8 +39,11 @@ def thread_of(record: MemoryRecord) -> tuple[str, str] | None:
 def speaker_of(record: MemoryRecord) -> str | None:
     """Who said a turn: its metadata's ``speaker`` (or ``author``), normalized; None if not a turn
     or no speaker is named."""
-    if thread_of(record) is None:
-        return None
+    return None if thread_of(record) is None else _named_speaker(record)
+
+
+def _named_speaker(record: MemoryRecord) -> str | None:
+    """:func:`speaker_of` a turn (a record :func:`thread_of` found a thread for)."""
     for key in _SPEAKER_KEYS:
         value = record.metadata.get(key)
         if isinstance(value, str) and normalize(value).strip():
@@ -58,9 +61,10 @@ class Threads:
 
     def add(self, seq: int, record: MemoryRecord) -> None:
         thread = thread_of(record)
-        if thread is not None:
-            bisect.insort(self._turns.setdefault(thread, []), seq)
-        speaker = speaker_of(record)
+        if thread is None:  # not a turn: no speaker either (speaker_of would ask again)
+            return
+        bisect.insort(self._turns.setdefault(thread, []), seq)
+        speaker = _named_speaker(record)
         if speaker is not None:
             self._speakers.setdefault(record.namespace, {}).setdefault(speaker, set()).add(seq)
 

@@ -98,3 +98,24 @@ def test_a_plain_doc_keeps_no_object_of_its_own() -> None:
     assert index.docs[3] == IndexedDoc(cues, (), content, length, 2.0, "fact")
     index.remove(3)
     assert 3 not in index.docs and index.docs.columns.words[3] is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(WORDS | st.text(max_size=3), max_size=30),
+    st.sampled_from([list, tuple, iter]),
+    st.integers(0, 300),
+)
+def test_counted_equals_a_counter_of_the_terms(words: list[str], kind: type, repeats: int) -> None:
+    """_counted (its all-distinct shortcut or its Counter) gives the terms in first-occurrence
+    order and their counts, as bytes below 256 (all-ones shared per length), else a tuple."""
+    terms = [*words, *["many"] * (repeats if words else 0)]
+    reference: dict[str, int] = {}
+    for term in terms:
+        reference[term] = reference.get(term, 0) + 1
+    names, counts = _counted(kind(terms))
+    assert names == tuple(reference)
+    assert tuple(counts) == tuple(reference.values())
+    assert isinstance(counts, bytes) == (max(reference.values(), default=0) < 256)
+    if counts and set(counts) == {1}:
+        assert counts is _counted(list(names))[1]

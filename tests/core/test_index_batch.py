@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cuemap_integrations import CueMap
-from cuemap_integrations.index import NamespaceIndex
+from cuemap_integrations.index import NamespaceIndex, _Pending
 from cuemap_integrations.text import CueLexicon
 
 KEYS = st.lists(
@@ -98,3 +98,27 @@ def test_a_reopened_store_indexes_as_one_by_one(tmp_path: Path) -> None:
     with CueMap(path) as reopened:
         assert reopened.check() == []
         assert [h.memory_id for h in reopened.recall("order cache caroline db", k=12)] == before
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(KEYS, st.booleans()), max_size=15))
+def test_pending_postings_group_by_key_as_posting_one_by_one(
+    memories: list[tuple[list[str], bool]],
+) -> None:
+    """_Pending.by_key (grouped in one pass over the batch) equals appending each memory's
+    postings in turn: seqs ascending per key, keys in first-posted order, values beside."""
+    pending = _Pending()
+    plain: dict[str, list[int]] = {}
+    valued: dict[str, list[object]] = {}
+    for seq, (keys, with_values) in enumerate(memories):
+        values = tuple(range(len(keys))) if with_values else None
+        pending.add("term", 10 * seq, tuple(keys), values)
+        for position, key in enumerate(keys):
+            if with_values:
+                valued.setdefault(key, []).extend((10 * seq, position))
+            else:
+                plain.setdefault(key, []).append(10 * seq)
+    seqs_of, pairs_of = pending.by_key("term")
+    assert list(seqs_of.items()) == list(plain.items())
+    assert list(pairs_of.items()) == list(valued.items())
+    assert pending.by_key("cue") == ({}, {})

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import doctest
+from datetime import datetime, timezone
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cuemap_integrations import redact as redact_module
-from cuemap_integrations.errors import ConfigError, ValidationError
+from cuemap_integrations.errors import ConfigError, SecretError, ValidationError
+from cuemap_integrations.records import MemoryRecord
 from cuemap_integrations.redact import (
     DEFAULT_POLICY,
     PATTERNS,
@@ -422,3 +424,45 @@ def test_rule_table_is_data() -> None:
 def test_docstring_examples_run() -> None:
     result = doctest.testmod(redact_module)
     assert result.attempted > 0 and result.failed == 0
+
+
+def _general_redact_record(record, policy):  # type: ignore[no-untyped-def]
+    """redact_record without its screen-only shortcut (the reference it must agree with)."""
+    shortcut = redact_module._plainly_clean_record
+    redact_module._plainly_clean_record = lambda _record: False
+    try:
+        return redact_module.redact_record(record, policy, 0)
+    finally:
+        redact_module._plainly_clean_record = shortcut
+
+
+_TEXTS = [text for _, text, _ in POSITIVE] + ["plain words", "call me at 5pm", "a_b 12 <i>"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.sampled_from(_TEXTS)
+    | st.text(st.characters(blacklist_categories=("Cs", "Cc")), max_size=60).filter(str.strip),
+    st.sampled_from([{}, {"i": 3}, {"speaker": "Ann"}, {"password": "hunter2"}]),
+    st.sampled_from([(), ("tag",)]),
+    st.sampled_from(["derived", "given"]),
+    st.sampled_from([DEFAULT_POLICY, STRICT]),
+)
+def test_redact_record_shortcut_returns_what_the_general_path_does(
+    content: str, metadata: dict, tags: tuple, origin: str, policy: RedactionPolicy
+) -> None:
+    """A record the screen passes as clean is returned as it is, exactly as the general path
+    (reports per text, count merge, drop checks) returns it."""
+    when = datetime(2024, 1, 1, tzinfo=timezone.utc)
+    record = MemoryRecord(
+        "m", content, when, when, cues=("cue",), tags=tags, metadata=metadata, cue_origin=origin
+    )
+    try:
+        expected = _general_redact_record(record, policy)
+    except SecretError:
+        assert not redact_module._plainly_clean_record(record)
+        return
+    got = redact_module.redact_record(record, policy, 0)
+    assert got == expected
+    if redact_module._plainly_clean_record(record):
+        assert got is record and expected is record
