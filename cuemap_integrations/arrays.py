@@ -628,10 +628,16 @@ def _compiled_narrowed(
     for u in _checks(view, [size for size, _ in units], rest, scorer, floor, last=False):
         taken = units[u][1]
         cand, partial, _ = _from_kernel(kernel.accumulate(view, described, weights, lists=taken))
-        keep = _reachable(view, partial, cand, cfg, scorer, k, admitted, floor, rest[u + 1])
-        if keep is not None:
-            kept = cand[keep]  # a copy: the next call reuses the scratch's output arrays
-            found = kernel.accumulate(view, described, weights, cand=(kept, view.seq_at[kept]))
+        reach = _reachable(view, partial, cand, cfg, scorer, k, admitted, floor, rest[u + 1])
+        if reach is not None:
+            kept = cand[reach.keep]  # a copy: the next call reuses the scratch's output arrays
+            # each list not taken then drops the candidates it leaves out of reach of theta,
+            # so the longer lists after it are probed for fewer
+            base = reach.prior[reach.keep] + scorer.bonus_max
+            refine = kernel.Refine(base, every, reach.theta - _EPSILON, taken)
+            found = kernel.accumulate(
+                view, described, weights, cand=(kept, view.seq_at[kept]), refine=refine
+            )
             return _from_kernel(found)
     return None
 
@@ -802,9 +808,10 @@ def _narrowed(
         partial = _Sums(parts, len(cand), cfg)
         if i == len(order) - 1:
             return cand, partial, np.arange(len(cand))
-        keep = _reachable(view, partial, cand, cfg, scorer, k, admitted, floor, rest[i + 1])
-        if keep is None:
+        reach = _reachable(view, partial, cand, cfg, scorer, k, admitted, floor, rest[i + 1])
+        if reach is None:
             continue
+        keep = reach.keep
         cand = cand[keep]
         parts = _kept(parts, keep) + [(e.lst.signal, *e.within(view, cand)) for e in order[i + 1 :]]
         return cand, _Sums(parts, len(cand), cfg), np.arange(len(cand))
@@ -835,15 +842,25 @@ def _checks(
             yield i
 
 
+class _Reach(NamedTuple):
+    """What :func:`_reachable` found: which candidates can reach ``theta`` (a mask), the prior
+    of every candidate (without the bonus) and the k-th best lower bound ``theta``."""
+
+    keep: Any
+    prior: Any
+    theta: float
+
+
 def _reachable(
     view: ArrayView, partial: _Sums, cand: Any, cfg: RecallConfig, scorer: FastScorer, k: int,
     admitted: Callable[[int], bool], floor: float, rest: float,
-) -> Any | None:  # fmt: skip
+) -> _Reach | None:  # fmt: skip
     """Which of ``cand`` (their ``partial`` sums from the lists taken) can still reach the k-th
     best once the lists not taken (adding at most ``rest``) are read; None when a memory outside
     the candidates still could (the k-th best lower bound theta does not beat ``rest``)."""
     at = _np().arange(len(cand))
-    lower = _scores(view, partial, cand, at, cfg, scorer, with_bonus=False)  # evidence only adds
+    prior = _priors(view, cand, scorer)  # without the bonus: :func:`_scores`' lower bound
+    lower = _evidence(partial, at, cfg, scorer) + prior  # evidence only adds
     sure = ~partial.tag_only(at)
     theta = max(_kth(view, cand[sure], lower[sure], k, admitted), floor)
     if rest + scorer.prior_max >= theta - _EPSILON:
@@ -852,7 +869,7 @@ def _reachable(
     # bonus: ``lower`` left it out) are dropped too, so the long lists are probed for the
     # few that remain
     upper = lower + rest + _jump(partial, at, cfg, scorer) + scorer.bonus_max
-    return upper >= theta - _EPSILON
+    return _Reach(upper >= theta - _EPSILON, prior, theta)
 
 
 def _joined(lists: Sequence[Any], size: int) -> tuple[Any, list[Any]]:
