@@ -475,11 +475,11 @@ typedef struct {
 } Cand;
 
 /* Add the n_lists lists' postings held by the candidates, list by list (a long one probed for
- * each candidate, a short one read whole for those marked), refining them before each list
- * that will be probed, if the rest bound has fallen since the last time: a candidate's
- * evidence and jump only grow, so only a lower rest can drop one, and checking costs about as
- * much as probing one list (a pass's dozens of short session lists are read, not probed).
- * Returns 0 or a negative code. */
+ * each candidate, a short one read whole for those marked), refining them before each list of
+ * at least as many postings as candidates, if the rest bound has fallen since the last time:
+ * a candidate's evidence and jump only grow, so only a lower rest can drop one, and checking
+ * them costs less than reading or probing such a list (not so before each of a pass's dozens
+ * of short session lists). Returns 0 or a negative code. */
 static int64_t add_candidates(Scratch *s, int64_t n_lists, const int64_t *list_ints,
                               const double *list_doubles, const double *w,
                               const int64_t *member_ints, const int64_t *slot_by_seq,
@@ -490,7 +490,7 @@ static int64_t add_candidates(Scratch *s, int64_t n_lists, const int64_t *list_i
     for (int64_t l = 0; l < n_lists; l++) {
         const int64_t *li = list_ints + l * LIST_INTS;
         const double *ld = list_doubles + l * LIST_DOUBLES;
-        if (r->base && l >= r->from && r->rest[l] < last && postings_of(li, mi) > 8 * c->n) {
+        if (r->base && l >= r->from && r->rest[l] < last && postings_of(li, mi) >= c->n) {
             c->n = refine(s, l, c->n, c->slots, c->seqs, c->base, r, e);
             last = r->rest[l];
         }
@@ -519,6 +519,7 @@ static int64_t take_candidates(Scratch *s, int64_t n, const int64_t *slots, cons
     c->seqs = malloc(rows * sizeof *c->seqs);
     c->base = malloc(rows * sizeof *c->base);
     if (!c->slots || !c->seqs || !c->base) return E_MEMORY;
+    if (r->base && r->from < 0) return E_TYPE; /* add_candidates reads rest[from] */
     for (int64_t i = 0; i < n; i++) {
         int64_t slot = slots[i], seq = seqs[i];
         if (slot < 0 || slot >= s->size || seq < 0 || seq >= n_seqs || slot_by_seq[seq] != slot)

@@ -264,10 +264,10 @@ def describe(
 
 class Refine(NamedTuple):
     """How the candidate mode of :func:`accumulate` drops candidates list by list: before a
-    list ``l >= start`` (in the described order) that it probes, a candidate whose evidence so
-    far, jump, ``base`` and ``rest[l]`` stay below ``cut`` is left out (no later list is probed
-    for it), if ``rest[l]`` is below the last rest it was checked with (``rest[start]`` first).
-    """
+    list ``l >= start`` (in the described order) of at least as many postings as candidates
+    left, if ``rest[l]`` is below the rest last checked (``rest[start]`` first), a candidate
+    whose evidence so far, jump, ``base`` and ``rest[l]`` stay below ``cut`` is left out (no
+    later list is probed for it)."""
 
     base: Any  # per candidate, a float64 array: its prior and the largest bonus
     rest: Sequence[float]  # rest[l]: the most the described lists l.. add to a score
@@ -370,8 +370,8 @@ def _refined(
     base = refine.base
     if given < 0 or base.dtype.str != "<f8" or not base.flags.c_contiguous or len(base) != given:
         raise KernelError("refining takes a contiguous float64 base per candidate")
-    if len(refine.rest) < lists + 1:
-        raise KernelError(f"refining {lists} lists takes {lists + 1} rest bounds")
+    if len(refine.rest) < lists + 1 or refine.start < 0:
+        raise KernelError(f"refining {lists} lists takes {lists + 1} rest bounds and a start >= 0")
     return base.ctypes.data, array("d", refine.rest), float(refine.cut), int(refine.start)
 
 

@@ -488,12 +488,16 @@ def test_refining_is_refused_without_a_base_per_candidate() -> None:
     cand = (cand.astype(np.int64), view.seq_at[cand].astype(np.int64))
     weights = (1.0, 1.0, 1.0, 1.0, 1.0, 0.5)
     with view.scratch().lock:
-        for base, rest in ((np.zeros(2), [1.0, 0.0]), (np.zeros(3, dtype=np.int64), [1.0, 0.0]),
-                           (np.zeros(3), [1.0])):  # fmt: skip
+        wrong = [
+            (np.zeros(2), [1.0, 0.0], 0),  # a base per candidate
+            (np.zeros(3, dtype=np.int64), [1.0, 0.0], 0),
+            (np.zeros(3), [1.0], 0),  # a rest bound per list and one more
+            (np.zeros(3), [1.0, 0.0], -1),  # C reads rest[start]
+        ]
+        for base, rest, start in wrong:
             with pytest.raises(kernel.KernelError, match="refining"):
-                kernel.accumulate(
-                    view, described, weights, cand=cand, refine=kernel.Refine(base, rest, 0.0, 0)
-                )
+                refine = kernel.Refine(base, rest, 0.0, start)
+                kernel.accumulate(view, described, weights, cand=cand, refine=refine)
         with pytest.raises(kernel.KernelError, match="refining"):
             kernel.accumulate(
                 view, described, weights, refine=kernel.Refine(np.zeros(3), [1.0, 0.0], 0.0, 0)
