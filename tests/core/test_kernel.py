@@ -507,6 +507,7 @@ def test_refining_is_refused_without_a_base_per_candidate() -> None:
 
 _RARE_WITH_LONG = [(["hiking", "group"], 2), (["recall", "melanie", "api"], 1),
                    (["tyre", "redis", "friday"], 2)]  # fmt: skip
+_PROBED = [(["port"], 11), (["timeout", "support", "order"], 2)]
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -514,23 +515,28 @@ _RARE_WITH_LONG = [(["hiking", "group"], 2), (["recall", "melanie", "api"], 1),
 @example(query=_RARE_WITH_LONG[0][0], k=_RARE_WITH_LONG[0][1])
 @example(query=_RARE_WITH_LONG[1][0], k=_RARE_WITH_LONG[1][1])
 @example(query=_RARE_WITH_LONG[2][0], k=_RARE_WITH_LONG[2][1])
+@example(query=_PROBED[0][0], k=_PROBED[0][1])
+@example(query=_PROBED[1][0], k=_PROBED[1][1])
 def test_refined_candidates_rank_as_the_exhaustive_pass(
     long_lists: CueMap, query: list[str], k: int
 ) -> None:
     """Rare words beside two lists holding most memories: narrowing takes the rare words'
-    lists, then refining drops candidates before probing the long ones. The ranking is the
-    exhaustive pass's (the examples ranked otherwise when refining left out the bound of the
-    lists still to read)."""
+    lists, then refining drops candidates before probing the long ones; or the rare words'
+    lists alone give too low a theta, and the best few candidates' exact scores a higher one
+    (the _PROBED examples). The ranking is the exhaustive pass's (the _RARE_WITH_LONG examples
+    ranked otherwise when refining left out the bound of the lists still to read)."""
     text = "alpha beta " + " ".join(query)
     assert_same(by_arrays(long_lists, text, k), ranked(long_lists, text, k, False))
 
 
-def test_refining_drops_candidates_before_the_long_lists(
+def test_refining_drops_candidates_and_probing_raises_theta(
     long_lists: CueMap, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The test above is not vacuous: its examples refine, and refining drops candidates."""
+    """The test above is not vacuous: its examples refine, refining drops candidates, and
+    the probed theta decides where the lists taken alone did not."""
     calls: list[tuple[int, int]] = []  # (candidates, kept) of each refined call
-    accumulate = kernel.accumulate
+    probed: list[bool] = []  # per check that probed: whether it then decided
+    accumulate, reachable, probe = kernel.accumulate, arrays._reachable, arrays._probed_theta
 
     def counted(*args: Any, refine: kernel.Refine | None = None, **kwargs: Any) -> Any:
         found = accumulate(*args, refine=refine, **kwargs)
@@ -538,7 +544,20 @@ def test_refining_drops_candidates_before_the_long_lists(
             calls.append((len(kwargs["cand"][0]), len(found.slots)))
         return found
 
+    def probing(*args: Any) -> float:
+        probed.append(False)
+        return probe(*args)
+
+    def decided(*args: Any, **kwargs: Any) -> Any:
+        asked, reach = len(probed), reachable(*args, **kwargs)
+        if len(probed) > asked and reach is not None:
+            probed[-1] = True
+        return reach
+
     monkeypatch.setattr(kernel, "accumulate", counted)
-    for query, k in _RARE_WITH_LONG:
+    monkeypatch.setattr(arrays, "_probed_theta", probing)
+    monkeypatch.setattr(arrays, "_reachable", decided)
+    for query, k in _RARE_WITH_LONG + _PROBED:
         by_arrays(long_lists, "alpha beta " + " ".join(query), k)
     assert calls and sum(given - kept for given, kept in calls) > 0
+    assert any(probed)
