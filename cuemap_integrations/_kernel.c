@@ -17,7 +17,7 @@
 
 /* The layout of every argument below: kernel.py refuses a library reporting another one (a
  * stale build next to newer sources). Raise it with any change to an argument or descriptor. */
-#define ABI_VERSION 5
+#define ABI_VERSION 6
 
 int64_t cm_abi_version(void) { return ABI_VERSION; }
 
@@ -44,7 +44,7 @@ typedef struct {
     int32_t matched; /* cue, tag and content lists reaching the slot */
     int32_t tagged;  /* tag lists reaching the slot */
     int32_t mark;    /* 1 + the last list that reached the slot; 0: untouched */
-    int32_t unused;
+    int32_t dropped; /* a candidate refining dropped (it cannot reach theta): not emitted */
 } Cell;
 
 typedef struct {
@@ -379,16 +379,25 @@ static void probe_member(Scratch *s, const List *l, int64_t count, int64_t n,
     }
 }
 
-/* Copy slot's sums to output row n if any list gave it evidence; zero its scratch. */
+/* Cell c's evidence (the score's query-dependent part, arrays.py _evidence) and *jump, what
+ * matching the query later would add to it (arrays.py _jump). */
+static double evidence_of(const Cell *c, const Evidence *e, double *jump) {
+    double score = c->linear;
+    *jump = 0.0;
+    if (e->w_session != 0.0 && c->session > 0) {
+        double boost = e->w_session * (e->cap * (1.0 - exp(-c->session / e->cap)));
+        score += boost * (c->matched > 0 ? 1.0 : e->only);
+        if (c->matched == 0) *jump = boost * (1.0 - e->only);
+    }
+    return score;
+}
+
+/* Copy slot's sums to output row n if any list gave it evidence and refining kept it; zero its
+ * scratch. */
 static int64_t emit(Scratch *s, int64_t slot, int64_t n, const Output *o, const Evidence *e) {
     Cell *c = s->cells + slot;
-    if (c->matched > 0 || c->session > 0) {
-        double score = c->linear, jump = 0.0;
-        if (e->w_session != 0.0 && c->session > 0) {
-            double boost = e->w_session * (e->cap * (1.0 - exp(-c->session / e->cap)));
-            score += boost * (c->matched > 0 ? 1.0 : e->only);
-            if (c->matched == 0) jump = boost * (1.0 - e->only);
-        }
+    if (!c->dropped && (c->matched > 0 || c->session > 0)) {
+        double jump, score = evidence_of(c, e, &jump);
         o->slots[n] = slot;
         o->evidence[n] = score;
         o->jump[n] = jump;
@@ -420,37 +429,135 @@ static int64_t collect(Scratch *s, const Output *o, const Evidence *e) {
     return n;
 }
 
+/* Refining candidates list by list (arrays.py _compiled_narrowed): before a list l >= from, a
+ * candidate whose evidence so far, jump, base (its prior and the largest bonus) and rest[l] (the
+ * most that lists l.. add) stay below cut (theta less the margin) cannot reach the k-th best,
+ * so l and the lists after it are not probed for it and it is not emitted. base NULL: no
+ * refining. */
+typedef struct {
+    const double *base, *rest;
+    double cut;
+    int64_t from;
+} Refine;
+
+/* The n candidates (slots, seqs and bases, compacted in place, order kept) that can still reach
+ * r->cut with lists l.. to come; the others' cells are marked dropped. Returns how many are
+ * left. */
+static int64_t refine(Scratch *s, int64_t l, int64_t n, int64_t *slots, int64_t *seqs,
+                      double *base, const Refine *r, const Evidence *e) {
+    int64_t kept = 0;
+    double rest = r->rest[l];
+    for (int64_t c = 0; c < n; c++) {
+        Cell *cell = s->cells + slots[c];
+        double jump, evidence = evidence_of(cell, e, &jump);
+        if (evidence + jump + base[c] + rest < r->cut) {
+            cell->dropped = 1;
+            continue;
+        }
+        slots[kept] = slots[c], seqs[kept] = seqs[c], base[kept] = base[c];
+        kept++;
+    }
+    return kept;
+}
+
+/* The postings of list l (its members mi on). */
+static int64_t postings_of(const int64_t *li, const int64_t *mi) {
+    int64_t count = 0;
+    for (int64_t m = 0; m < li[L_MEMBERS]; m++) count += mi[m * MEMBER_INTS + M_COUNT];
+    return count;
+}
+
+/* The candidates in cand (slots, seqs, bases: a copy, compacted as refining drops some).
+ * Refining reads the bases only where r->base is set. */
+typedef struct {
+    int64_t n, *slots, *seqs;
+    double *base;
+} Cand;
+
+/* Add the n_lists lists' postings held by the candidates, list by list (a long one probed for
+ * each candidate, a short one read whole for those marked), refining them before each list of
+ * at least as many postings as candidates, if the rest bound has fallen since the last time:
+ * a candidate's evidence and jump only grow, so only a lower rest can drop one, and checking
+ * them costs less than reading or probing such a list (not so before each of a pass's dozens
+ * of short session lists). Returns 0 or a negative code. */
+static int64_t add_candidates(Scratch *s, int64_t n_lists, const int64_t *list_ints,
+                              const double *list_doubles, const double *w,
+                              const int64_t *member_ints, const int64_t *slot_by_seq,
+                              int64_t n_seqs, const double *length, Cand *c, const Refine *r,
+                              const Evidence *e) {
+    const int64_t *mi = member_ints;
+    double last = r->base && r->from < n_lists ? r->rest[r->from] : 0.0; /* the checked rest */
+    for (int64_t l = 0; l < n_lists; l++) {
+        const int64_t *li = list_ints + l * LIST_INTS;
+        const double *ld = list_doubles + l * LIST_DOUBLES;
+        if (r->base && l >= r->from && r->rest[l] < last && postings_of(li, mi) >= c->n) {
+            c->n = refine(s, l, c->n, c->slots, c->seqs, c->base, r, e);
+            last = r->rest[l];
+        }
+        for (int64_t m = 0; m < li[L_MEMBERS]; m++, mi += MEMBER_INTS) {
+            int64_t count = mi[M_COUNT];
+            List list = list_of((int32_t)l, li, ld, w, mi);
+            if (count > 8 * c->n) {
+                probe_member(s, &list, count, c->n, c->slots, c->seqs, length);
+            } else {
+                int64_t code = add_marked(s, &list, count, slot_by_seq, n_seqs, length);
+                if (code < 0) return code;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Mark the n candidates' slots in the scratch's bitmap and copy them into c (bases too, when
+ * refining). Returns 0, or a negative code (a slot that is not its seq's). */
+static int64_t take_candidates(Scratch *s, int64_t n, const int64_t *slots, const int64_t *seqs,
+                               const int64_t *slot_by_seq, int64_t n_seqs, const Refine *r,
+                               Cand *c) {
+    size_t rows = (size_t)(n > 0 ? n : 1);
+    c->n = n;
+    c->slots = malloc(rows * sizeof *c->slots);
+    c->seqs = malloc(rows * sizeof *c->seqs);
+    c->base = malloc(rows * sizeof *c->base);
+    if (!c->slots || !c->seqs || !c->base) return E_MEMORY;
+    if (r->base && r->from < 0) return E_TYPE; /* add_candidates reads rest[from] */
+    for (int64_t i = 0; i < n; i++) {
+        int64_t slot = slots[i], seq = seqs[i];
+        if (slot < 0 || slot >= s->size || seq < 0 || seq >= n_seqs || slot_by_seq[seq] != slot)
+            return E_SLOT;
+        s->bits[slot >> 6] |= UINT64_C(1) << (slot & 63);
+        c->slots[i] = slot, c->seqs[i] = seq, c->base[i] = r->base ? r->base[i] : 0.0;
+    }
+    return 0;
+}
+
 /* Sum the evidence of n_lists lists per slot: of every slot they reach (n_cand < 0), or of
  * the n_cand candidates only (their slots and seqs; a long list is then binary-searched for
- * each instead of read whole).
+ * each instead of read whole), refined list by list when cand_base is given (see Refine).
  *
  * list_ints / list_doubles: LIST_INTS / LIST_DOUBLES values per list; member_ints:
  * MEMBER_INTS per member, the members of list 0 first. weights: w_cue, w_tag, w_content,
  * w_session, session cap, session-only factor. block: seqs per block of the dense sums
- * (add_blocked). cells / bits: `size` slots, all zero (left all zero). Output: the reached
- * slots ascending with their evidence (the score's query-dependent part), jump and tag-only
- * flag, at most o_cap rows. Returns the number of rows, or a negative code.
+ * (add_blocked). cells / bits: `size` slots, all zero (left all zero). cand_base (n_cand),
+ * rest (n_lists + 1), cut, refine_from: Refine's. Output: the reached slots ascending (less
+ * those refining dropped) with their evidence (the score's query-dependent part), jump and
+ * tag-only flag, at most o_cap rows. Returns the number of rows, or a negative code.
  */
 int64_t cm_accumulate(int64_t n_lists, const int64_t *list_ints, const double *list_doubles,
                       const int64_t *member_ints, const int64_t *slot_by_seq, int64_t n_seqs,
                       int64_t block, const double *length, const double *weights, int64_t size,
                       Cell *cells, uint64_t *bits, int64_t n_cand, const int64_t *cand_slots,
-                      const int64_t *cand_seqs, int64_t *o_slots, double *o_evidence,
+                      const int64_t *cand_seqs, const double *cand_base, const double *rest,
+                      double cut, int64_t refine_from, int64_t *o_slots, double *o_evidence,
                       double *o_jump, uint8_t *o_tag_only, int64_t o_cap) {
     Scratch s = {cells, bits, size};
     Output o = {o_slots, o_evidence, o_jump, o_tag_only};
     Evidence e = {weights[3], weights[4], weights[5]};
-    int64_t touched = 0, code = 0;
-    const int64_t *mi = member_ints;
+    Refine r = {cand_base, rest, cut, refine_from};
+    Cand c = {0, NULL, NULL, NULL};
+    int64_t touched = n_cand > 0 ? n_cand : 0, code = 0;
     if (e.w_session != 0.0 && !(e.cap > 0)) return E_TYPE;
-    for (int64_t c = 0; c < n_cand; c++, touched++) {
-        int64_t slot = cand_slots[c], seq = cand_seqs[c];
-        if (slot < 0 || slot >= size || seq < 0 || seq >= n_seqs || slot_by_seq[seq] != slot) {
-            code = E_SLOT;
-            break;
-        }
-        bits[slot >> 6] |= UINT64_C(1) << (slot & 63);
-    }
+    if (n_cand >= 0)
+        code = take_candidates(&s, n_cand, cand_slots, cand_seqs, slot_by_seq, n_seqs, &r, &c);
     int64_t n_members = code == 0 ? check_lists(n_lists, list_ints, member_ints) : 0;
     if (n_members < 0) code = n_members;
     if (n_cand < 0 && code == 0) {
@@ -459,26 +566,10 @@ int64_t cm_accumulate(int64_t n_lists, const int64_t *list_ints, const double *l
         code = got < 0 ? got : 0;
         touched = got < 0 ? touched : got;
     }
-    for (int64_t l = 0; l < n_lists && n_cand >= 0 && code == 0; l++) {
-        const int64_t *li = list_ints + l * LIST_INTS;
-        const double *ld = list_doubles + l * LIST_DOUBLES;
-        for (int64_t m = 0; m < li[L_MEMBERS]; m++, mi += MEMBER_INTS) {
-            int64_t got, count = mi[M_COUNT];
-            List list = list_of((int32_t)l, li, ld, weights, mi);
-            if (count > 8 * n_cand) {
-                probe_member(&s, &list, count, n_cand, cand_slots, cand_seqs, length);
-                got = touched;
-            } else {
-                got = add_marked(&s, &list, count, slot_by_seq, n_seqs, length);
-                got = got < 0 ? got : touched;
-            }
-            if (got < 0) {
-                code = got;
-                break;
-            }
-            touched = got;
-        }
-    }
+    if (n_cand >= 0 && code == 0)
+        code = add_candidates(&s, n_lists, list_ints, list_doubles, weights, member_ints,
+                              slot_by_seq, n_seqs, length, &c, &r, &e);
+    free(c.slots), free(c.seqs), free(c.base);
     if (code == 0 && touched > o_cap) code = E_OUTPUT;
     if (code != 0) {
         collect(&s, NULL, &e);

@@ -16,6 +16,7 @@ small stores never pay for it.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
@@ -621,17 +622,26 @@ def _compiled_narrowed(
     as the last, while the units taken hold at most 1/_SPARSE_SHARE of the namespace's size in
     postings), each summing the lists taken in C; once the lists not taken cannot lift a
     memory outside the candidates to ``theta``, one more call sums every list for the
-    candidates within reach (long lists binary-searched for them). None: score densely."""
+    candidates within reach (long lists binary-searched for them). Where the lists taken
+    alone give too low a theta, the best few candidates' exact scores may give a higher one
+    (:func:`_probed_theta`). None: score densely."""
     every = rest_bounds(ordered, cfg.weights["session"] * cfg.session_saturation)
     rest = [every[0]] + [every[taken] for _, taken in units]  # rest[u]: units u.. add at most
+    probe = functools.partial(_probed_theta, view, described, weights, scorer, k, admitted)
     # the same share of the namespace as NumPy's: 1 instead of 4 measured x1.009 (100k A/B)
     for u in _checks(view, [size for size, _ in units], rest, scorer, floor, last=False):
         taken = units[u][1]
         cand, partial, _ = _from_kernel(kernel.accumulate(view, described, weights, lists=taken))
-        keep = _reachable(view, partial, cand, cfg, scorer, k, admitted, floor, rest[u + 1])
-        if keep is not None:
-            kept = cand[keep]  # a copy: the next call reuses the scratch's output arrays
-            found = kernel.accumulate(view, described, weights, cand=(kept, view.seq_at[kept]))
+        reach = _reachable(view, partial, cand, cfg, scorer, k, admitted, floor, rest[u + 1], probe)
+        if reach is not None:
+            kept = reach.cand  # a copy: the next call reuses the scratch's output arrays
+            # each list not taken then drops the candidates it leaves out of reach of theta,
+            # so the longer lists after it are probed for fewer
+            base = reach.prior[reach.keep] + scorer.bonus_max
+            refine = kernel.Refine(base, every, reach.theta - _EPSILON, taken)
+            found = kernel.accumulate(
+                view, described, weights, cand=(kept, view.seq_at[kept]), refine=refine
+            )
             return _from_kernel(found)
     return None
 
@@ -802,10 +812,10 @@ def _narrowed(
         partial = _Sums(parts, len(cand), cfg)
         if i == len(order) - 1:
             return cand, partial, np.arange(len(cand))
-        keep = _reachable(view, partial, cand, cfg, scorer, k, admitted, floor, rest[i + 1])
-        if keep is None:
+        reach = _reachable(view, partial, cand, cfg, scorer, k, admitted, floor, rest[i + 1])
+        if reach is None:
             continue
-        cand = cand[keep]
+        keep, cand = reach.keep, reach.cand
         parts = _kept(parts, keep) + [(e.lst.signal, *e.within(view, cand)) for e in order[i + 1 :]]
         return cand, _Sums(parts, len(cand), cfg), np.arange(len(cand))
     return None
@@ -835,24 +845,77 @@ def _checks(
             yield i
 
 
+class _Reach(NamedTuple):
+    """What :func:`_reachable` found: which candidates can reach ``theta`` (a mask) and those
+    candidates (a copy), the prior of every candidate (without the bonus) and the k-th best
+    lower bound ``theta``."""
+
+    keep: Any
+    cand: Any
+    prior: Any
+    theta: float
+
+
 def _reachable(
     view: ArrayView, partial: _Sums, cand: Any, cfg: RecallConfig, scorer: FastScorer, k: int,
     admitted: Callable[[int], bool], floor: float, rest: float,
-) -> Any | None:  # fmt: skip
+    probe: Callable[[Any, Any], float] | None = None,
+) -> _Reach | None:  # fmt: skip
     """Which of ``cand`` (their ``partial`` sums from the lists taken) can still reach the k-th
     best once the lists not taken (adding at most ``rest``) are read; None when a memory outside
-    the candidates still could (the k-th best lower bound theta does not beat ``rest``)."""
+    the candidates still could (the k-th best lower bound theta does not beat ``rest``).
+
+    ``probe(cand, lower)``, when given, is asked for another lower bound of the k-th best when
+    theta does not beat ``rest`` (of the candidates that ranked, with their lower bounds). It
+    may reuse the kernel's output arrays, which ``cand`` and ``partial`` may be views of."""
     at = _np().arange(len(cand))
-    lower = _scores(view, partial, cand, at, cfg, scorer, with_bonus=False)  # evidence only adds
+    prior = _priors(view, cand, scorer)  # without the bonus: :func:`_scores`' lower bound
+    lower = _evidence(partial, at, cfg, scorer) + prior  # evidence only adds
     sure = ~partial.tag_only(at)
     theta = max(_kth(view, cand[sure], lower[sure], k, admitted), floor)
+    upper = None
     if rest + scorer.prior_max >= theta - _EPSILON:
-        return None
-    # candidates that cannot reach theta even with every list not taken (and the largest
-    # bonus: ``lower`` left it out) are dropped too, so the long lists are probed for the
-    # few that remain
-    upper = lower + rest + _jump(partial, at, cfg, scorer) + scorer.bonus_max
-    return upper >= theta - _EPSILON
+        if probe is None:
+            return None
+        upper = _upper(partial, at, lower, rest, cfg, scorer)  # read before the probe's call
+        cand = cand.copy()
+        theta = max(theta, probe(cand[sure], lower[sure]))
+        if rest + scorer.prior_max >= theta - _EPSILON:
+            return None
+    if upper is None:
+        upper = _upper(partial, at, lower, rest, cfg, scorer)
+    keep = upper >= theta - _EPSILON
+    return _Reach(keep, cand[keep], prior, theta)
+
+
+def _upper(
+    partial: _Sums, at: Any, lower: Any, rest: float, cfg: RecallConfig, scorer: FastScorer
+) -> Any:
+    """An upper bound of each candidate's score (``lower``, from its ``partial`` sums at
+    ``at``) once the lists not taken (adding at most ``rest``) are read, with the largest
+    bonus (``lower`` left it out): those below theta are dropped too, so the long lists are
+    probed for the few that remain."""
+    return lower + rest + _jump(partial, at, cfg, scorer) + scorer.bonus_max
+
+
+def _probed_theta(
+    view: ArrayView, described: Any, weights: tuple[float, ...], scorer: FastScorer, k: int,
+    admitted: Callable[[int], bool], cand: Any, lower: Any,
+) -> float:  # fmt: skip
+    """The k-th best exact lower bound of the best few of ``cand`` by ``lower`` (-inf when
+    fewer than k rank): every list summed for them in one kernel call (each long list probed
+    for those few), plus their priors (without the bonus). The lists taken alone may give the
+    leaders too little, where the long lists give them most of their score."""
+    np = _np()
+    block = min(len(cand), max(2 * k, k + 16))
+    if block < k:
+        return -math.inf
+    top = np.argpartition(-lower, block - 1)[:block] if block < len(cand) else np.arange(block)
+    best = np.sort(cand[top])  # ascending, as the kernel probes candidates best
+    found = kernel.accumulate(view, described, weights, cand=(best, view.seq_at[best]))
+    exact = found.evidence + _priors(view, found.slots, scorer)
+    ranked = ~found.tag_only  # ranked after every other match: never the k-th
+    return _kth(view, found.slots[ranked], exact[ranked], k, admitted)
 
 
 def _joined(lists: Sequence[Any], size: int) -> tuple[Any, list[Any]]:

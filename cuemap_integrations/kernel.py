@@ -34,11 +34,11 @@ if TYPE_CHECKING:
     from .arrays import ArrayView
 
 __all__ = [
-    "ABI_VERSION", "KernelError", "KernelSums", "RawEvidence", "Scratch", "accumulate", "available",
-    "describe", "enabled", "evidence", "load", "union_size",
+    "ABI_VERSION", "KernelError", "KernelSums", "RawEvidence", "Refine", "Scratch", "accumulate",
+    "available", "describe", "enabled", "evidence", "load", "union_size",
 ]  # fmt: skip
 
-ABI_VERSION = 5  # the argument layout _kernel.c implements (its ABI_VERSION)
+ABI_VERSION = 6  # the argument layout _kernel.c implements (its ABI_VERSION)
 # Every memory the lists reach is summed this many sequence numbers at a time (all lists for
 # one block, then the next; the same floats): a block's 32-byte cells, lengths and seq -> slot
 # entries (400 KB) stay in a core's L2 cache here (2 MB) while each list adds to them. CPU ms
@@ -92,7 +92,7 @@ def _declared(lib: Any) -> Any:
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
     lib.cm_abi_version.argtypes, lib.cm_abi_version.restype = [], i64
     lib.cm_accumulate.argtypes = [i64, ptr, ptr, ptr, ptr, i64, i64, ptr, ptr, i64, ptr, ptr]
-    lib.cm_accumulate.argtypes += [i64, *[ptr] * 6, i64]
+    lib.cm_accumulate.argtypes += [i64, *[ptr] * 4, ctypes.c_double, i64, *[ptr] * 4, i64]
     lib.cm_accumulate.restype = i64
     lib.cm_union_size.argtypes = [i64, ptr, ptr, i64, i64, ptr, ptr]
     lib.cm_union_size.restype = i64
@@ -262,9 +262,22 @@ def describe(
     return described
 
 
+class Refine(NamedTuple):
+    """How the candidate mode of :func:`accumulate` drops candidates list by list: before a
+    list ``l >= start`` (in the described order) of at least as many postings as candidates
+    left, if ``rest[l]`` is below the rest last checked (``rest[start]`` first), a candidate
+    whose evidence so far, jump, ``base`` and ``rest[l]`` stay below ``cut`` is left out (no
+    later list is probed for it)."""
+
+    base: Any  # per candidate, a float64 array: its prior and the largest bonus
+    rest: Sequence[float]  # rest[l]: the most the described lists l.. add to a score
+    cut: float  # the k-th best lower bound, less the rounding margin
+    start: int  # the first list after which to refine
+
+
 def accumulate(
     view: ArrayView, described: _Descriptors, weights: Sequence[float], *, lists: int = -1,
-    cand: tuple[Any, Any] | None = None,
+    cand: tuple[Any, Any] | None = None, refine: Refine | None = None,
 ) -> KernelSums:  # fmt: skip
     """The slots the described lists reach, ascending, with their evidence (one C call).
 
@@ -278,6 +291,8 @@ def accumulate(
         lists: how many of the described lists to sum (from the first; -1: all).
         cand: ``(slots, seqs)`` int64 arrays: sum for these memories only (each list probed for
             them), which the lists must reach; None: every memory the lists reach.
+        refine: with ``cand``, leave out the candidates that cannot reach the cut (see
+            :class:`Refine`); their sums are the same floats either way.
 
     Raises:
         KernelError: a posting the view has no slot for (the view is out of step), or a
@@ -291,13 +306,14 @@ def accumulate(
     slots, evidence, jump, only = scratch.output(max(1, min(rows, view.size)))
     given = -1 if cand is None else len(cand[0])
     cand_slots, cand_seqs = (None, None) if cand is None else _int64s(cand, given)
+    base, rest, cut, start = _refined(refine, given, lists)
     packed = array("d", weights)
     seq_map, lengths = scratch.view_addresses(view)
     found = _library().cm_accumulate(
         lists, described.ints.buffer_info()[0], described.doubles.buffer_info()[0],
         described.members.buffer_info()[0], seq_map, len(view.slot_by_seq), BLOCK_SEQS, lengths,
         packed.buffer_info()[0], _slots(view, scratch), *scratch.addresses, given, cand_slots,
-        cand_seqs, *scratch.output_addresses, len(slots),
+        cand_seqs, base, rest.buffer_info()[0], cut, start, *scratch.output_addresses, len(slots),
     )  # fmt: skip
     found = _checked(found)
     return KernelSums(slots[:found], evidence[:found], jump[:found], only[:found])
@@ -342,6 +358,21 @@ def _slots(view: ArrayView, scratch: Scratch) -> int:
     if scratch.size < view.size or len(view.length) < view.size:
         raise KernelError(f"{view.size} memories but arrays of {scratch.size} slots")
     return int(view.size)
+
+
+def _refined(
+    refine: Refine | None, given: int, lists: int
+) -> tuple[int | None, array[float], float, int]:
+    """The base's address (None: no refining), the rest bounds (kept alive by the caller), the
+    cut and the first list of :class:`Refine`, checked against the candidates and lists."""
+    if refine is None:
+        return None, array("d", [0.0]), 0.0, 0
+    base = refine.base
+    if given < 0 or base.dtype.str != "<f8" or not base.flags.c_contiguous or len(base) != given:
+        raise KernelError("refining takes a contiguous float64 base per candidate")
+    if len(refine.rest) < lists + 1 or refine.start < 0:
+        raise KernelError(f"refining {lists} lists takes {lists + 1} rest bounds and a start >= 0")
+    return base.ctypes.data, array("d", refine.rest), float(refine.cut), int(refine.start)
 
 
 def _int64s(arrays: tuple[Any, Any], count: int) -> tuple[int, int]:

@@ -14,6 +14,7 @@ import sysconfig
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -412,3 +413,151 @@ def test_candidates_probed_in_long_lists_get_the_dense_sums(
         )
         got = dict(zip(found.slots.tolist(), found.evidence.tolist(), strict=True))
     assert got == {slot: dense[slot] for slot in chosen}
+
+
+# ------------------------------------------------------------------ refining the candidates
+def _weighted_carried(cm: CueMap, rnd: random.Random) -> list[_List]:
+    """:func:`_carried`'s session lists with the bounds recall gives them (the session weight
+    times the gain), which refining relies on."""
+    w_session = cm.config.weights["session"]
+    return [lst._replace(bound=w_session * lst.gain.value) for lst in _carried(cm, rnd)]
+
+
+def _candidate_sums(
+    view: arrays.ArrayView, described: arrays._Described, weights: tuple[float, ...], cand: Any,
+    refine: kernel.Refine | None = None,
+) -> dict[int, tuple[float, float, bool]]:  # fmt: skip
+    """Slot -> (evidence, jump, tag-only) of the candidates ``cand`` from the candidate mode."""
+    with view.scratch().lock:
+        found = kernel.accumulate(
+            view, described.lists, weights, cand=(cand, view.seq_at[cand]), refine=refine
+        )
+        sums = (found.evidence.tolist(), found.jump.tolist(), found.tag_only.tolist())
+        return dict(zip(found.slots.tolist(), zip(*sums, strict=True), strict=True))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=SEEDS,
+    query=QUERIES,
+    picked=st.lists(st.integers(0, 10**6), min_size=1, max_size=80),
+    share=st.floats(0.0, 1.0),
+    start=st.integers(0, 8),
+)
+def test_refining_drops_only_candidates_that_cannot_reach_the_cut(
+    long_lists: CueMap, seed: int, query: list[str], picked: list[int], share: float, start: int
+) -> None:
+    """Differential: the candidate mode with refining against it without. A candidate refining
+    drops has a final evidence plus base below the cut (it could not reach theta); every other
+    one keeps exactly the floats it has without refining, whatever lists were taken (start)."""
+    cm, np, rnd = long_lists, arrays._np(), random.Random(seed)
+    index = cm._indexes["default"]
+    by_arrays(cm, "alpha", 1)  # the view exists
+    plan = plan_query("alpha beta " + " ".join(query), index, cm.aliases)
+    lists = topk.RecallMemo().lists(index, plan, cm.config) + _weighted_carried(cm, rnd)
+    described = arrays._described(lists, cm.config)
+    assert described is not None
+    w, cfg = cm.config.weights, cm.config
+    weights = (w["cue"], w["tag"], w["content"], w["session"], cfg.session_saturation,
+               cfg.session_only_factor)  # fmt: skip
+    view = arrays.view_of(index)
+    reached, _, _, _ = _dense_sums(cm, lists, kernel.BLOCK_SEQS)
+    cand = np.array(sorted({reached[i % len(reached)] for i in picked}), dtype=np.int64)
+    full = _candidate_sums(view, described, weights, cand)
+    base = np.array([rnd.uniform(0.0, 2.0) for _ in cand])
+    final = sorted(full[int(slot)][0] + b for slot, b in zip(cand, base, strict=True))
+    cut = final[min(int(share * len(final)), len(final) - 1)] - arrays._EPSILON
+    rest = topk.rest_bounds(described.ordered, w["session"] * cfg.session_saturation)
+    refine = kernel.Refine(base, rest, cut, min(start, described.lists.lists))
+    refined = _candidate_sums(view, described, weights, cand, refine)
+    assert refined == {slot: full[slot] for slot in refined}  # the same floats
+    for slot, b in zip(cand.tolist(), base.tolist(), strict=True):
+        if slot not in refined:
+            assert full[slot][0] + b < cut + 1e-12
+    assert not view.scratch().cells.any() and not view.scratch().bits.any()
+
+
+def test_refining_is_refused_without_a_base_per_candidate() -> None:
+    cm = build(5, 400)
+    by_arrays(cm, "order", 3)
+    view, np = arrays.view_of(cm._indexes["default"]), arrays._np()
+    lists = [_List("content", 1.0, (cm._indexes["default"].terms["order"],), arrays._Gain(1.0), ())]
+    described = kernel.describe(lists)
+    assert described is not None
+    cand = view.slot_by_seq[np.array(sorted(cm._indexes["default"].terms["order"])[:3])]
+    cand = (cand.astype(np.int64), view.seq_at[cand].astype(np.int64))
+    weights = (1.0, 1.0, 1.0, 1.0, 1.0, 0.5)
+    with view.scratch().lock:
+        wrong = [
+            (np.zeros(2), [1.0, 0.0], 0),  # a base per candidate
+            (np.zeros(3, dtype=np.int64), [1.0, 0.0], 0),
+            (np.zeros(3), [1.0], 0),  # a rest bound per list and one more
+            (np.zeros(3), [1.0, 0.0], -1),  # C reads rest[start]
+        ]
+        for base, rest, start in wrong:
+            with pytest.raises(kernel.KernelError, match="refining"):
+                refine = kernel.Refine(base, rest, 0.0, start)
+                kernel.accumulate(view, described, weights, cand=cand, refine=refine)
+        with pytest.raises(kernel.KernelError, match="refining"):
+            kernel.accumulate(
+                view, described, weights, refine=kernel.Refine(np.zeros(3), [1.0, 0.0], 0.0, 0)
+            )
+    assert not view.scratch().cells.any()
+
+
+_RARE_WITH_LONG = [(["hiking", "group"], 2), (["recall", "melanie", "api"], 1),
+                   (["tyre", "redis", "friday"], 2)]  # fmt: skip
+_PROBED = [(["port"], 11), (["timeout", "support", "order"], 2)]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=4), k=KS)
+@example(query=_RARE_WITH_LONG[0][0], k=_RARE_WITH_LONG[0][1])
+@example(query=_RARE_WITH_LONG[1][0], k=_RARE_WITH_LONG[1][1])
+@example(query=_RARE_WITH_LONG[2][0], k=_RARE_WITH_LONG[2][1])
+@example(query=_PROBED[0][0], k=_PROBED[0][1])
+@example(query=_PROBED[1][0], k=_PROBED[1][1])
+def test_refined_candidates_rank_as_the_exhaustive_pass(
+    long_lists: CueMap, query: list[str], k: int
+) -> None:
+    """Rare words beside two lists holding most memories: narrowing takes the rare words'
+    lists, then refining drops candidates before probing the long ones; or the rare words'
+    lists alone give too low a theta, and the best few candidates' exact scores a higher one
+    (the _PROBED examples). The ranking is the exhaustive pass's (the _RARE_WITH_LONG examples
+    ranked otherwise when refining left out the bound of the lists still to read)."""
+    text = "alpha beta " + " ".join(query)
+    assert_same(by_arrays(long_lists, text, k), ranked(long_lists, text, k, False))
+
+
+def test_refining_drops_candidates_and_probing_raises_theta(
+    long_lists: CueMap, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The test above is not vacuous: its examples refine, refining drops candidates, and
+    the probed theta decides where the lists taken alone did not."""
+    calls: list[tuple[int, int]] = []  # (candidates, kept) of each refined call
+    probed: list[bool] = []  # per check that probed: whether it then decided
+    accumulate, reachable, probe = kernel.accumulate, arrays._reachable, arrays._probed_theta
+
+    def counted(*args: Any, refine: kernel.Refine | None = None, **kwargs: Any) -> Any:
+        found = accumulate(*args, refine=refine, **kwargs)
+        if refine is not None:
+            calls.append((len(kwargs["cand"][0]), len(found.slots)))
+        return found
+
+    def probing(*args: Any) -> float:
+        probed.append(False)
+        return probe(*args)
+
+    def decided(*args: Any, **kwargs: Any) -> Any:
+        asked, reach = len(probed), reachable(*args, **kwargs)
+        if len(probed) > asked and reach is not None:
+            probed[-1] = True
+        return reach
+
+    monkeypatch.setattr(kernel, "accumulate", counted)
+    monkeypatch.setattr(arrays, "_probed_theta", probing)
+    monkeypatch.setattr(arrays, "_reachable", decided)
+    for query, k in _RARE_WITH_LONG + _PROBED:
+        by_arrays(long_lists, "alpha beta " + " ".join(query), k)
+    assert calls and sum(given - kept for given, kept in calls) > 0
+    assert any(probed)
