@@ -38,6 +38,7 @@ from .ranking import (
     QUERY_SOURCE,
     Carried,
     Filters,
+    PassOptions,
     QueryPlan,
     Scored,
     plan_query,
@@ -808,8 +809,7 @@ class CueMap:
             if speakers or turns:  # else the plan's own (empty) ones: no dataclass replace
                 read = replace(read, speakers=speakers, speaker_turns=turns)
             # what both passes share: same time, counts, filters and query words (the memo)
-            shared = {"filters": filters, "now": now, "min_score": min_score, "exclude": exclude,
-                      "prune": self.config.prune, "memo": RecallMemo()}  # fmt: skip
+            shared = PassOptions(filters, now, min_score, exclude, self.config.prune, RecallMemo())
             hits, trace = self._passes(index, counts, read, carried, k, shared)
             hits = hits[:k]
         if self.extension is not None and extend:
@@ -834,7 +834,7 @@ class CueMap:
 
     def _passes(
         self, index: NamespaceIndex, counts: Mapping[int, int], read: QueryPlan,
-        carried: Sequence[Carried], k: int, shared: Mapping[str, Any],
+        carried: Sequence[Carried], k: int, shared: PassOptions,
     ) -> tuple[list[Hit], RecallTrace]:  # fmt: skip
         """The recall's hits and trace: with feedback, a first pass whose top memories lend
         their cues to the final pass (``shared``: :func:`rank`'s other keyword arguments)."""
@@ -842,14 +842,14 @@ class CueMap:
         plan = with_carried(read, carried, self.aliases)
         depth = cfg.feedback_hits
         if not depth:
-            return rank(index, records, counts, plan, cfg, k=k, **shared)
+            return rank(index, records, counts, plan, cfg, k=k, **shared._asdict())
         width = first_pass_hits(index, cfg, k, depth)
-        first = rank_scored(index, records, counts, plan, cfg, k=width, **shared)
+        first = rank_scored(index, records, counts, plan, cfg, k=width, options=shared)
         if not first.best:
             return [], ranking_trace(plan, first.scored, [])
         lent = self._feedback(index, read.flat_cues, first)
         plan = with_carried(read, [*carried, *lent], self.aliases)
-        return rank(index, records, counts, plan, cfg, k=k, **shared)
+        return rank(index, records, counts, plan, cfg, k=k, **shared._asdict())
 
     def _with_links(self, namespace: str, hit: Hit) -> Hit:
         partners = self._links.partners(namespace, hit.memory_id)

@@ -30,6 +30,7 @@ __all__ = [
     "Carried",
     "Concept",
     "Filters",
+    "PassOptions",
     "Period",
     "QueryPlan",
     "Scored",
@@ -440,10 +441,8 @@ def rank(
     candidate's query-independent prior in the scorer, so one pass ranks exactly; a bonus never
     makes a memory a candidate by itself.
     """
-    ranked, access, boosts = _ranked(
-        index, records, access_counts, plan, cfg, k=k, filters=filters, now=now,
-        min_score=min_score, exclude=exclude, prune=prune, memo=memo,
-    )  # fmt: skip
+    options = PassOptions(filters, now, min_score, exclude, prune, memo)
+    ranked, access, boosts = _ranked(index, records, access_counts, plan, cfg, k, options)
     carriers = _carriers(plan)
     hits = [
         _hit(seq, -neg, records[seq], ranked.sig, index, plan, cfg, now, access(seq),
@@ -451,6 +450,19 @@ def rank(
         for _, neg, seq in ranked.rows
     ]  # fmt: skip
     return hits, trace(plan, ranked.scored, hits)
+
+
+class PassOptions(NamedTuple):
+    """What the passes of one recall share beside the query plan (:func:`rank`'s keywords):
+    the filters, the clock, the score floor, the ids left out, pruning, and the memo of what
+    the passes compute once."""
+
+    filters: Filters
+    now: datetime
+    min_score: float | None = None
+    exclude: frozenset[str] = frozenset()
+    prune: bool = True
+    memo: RecallMemo | None = None
 
 
 class Scored(NamedTuple):
@@ -468,20 +480,12 @@ def rank_scored(
     cfg: RecallConfig,
     *,
     k: int,
-    filters: Filters,
-    now: datetime,
-    min_score: float | None = None,
-    exclude: frozenset[str] = frozenset(),
-    prune: bool = True,
-    memo: RecallMemo | None = None,
+    options: PassOptions,
 ) -> Scored:
     """:func:`rank`'s best memories and scores without their hits: a first pass only lends its
     top memories' cues to the feedback pass, so no record is read and nothing explained (ten
     records built per recall were ~2% of it at 100k memories)."""
-    ranked = _ranked(
-        index, records, access_counts, plan, cfg, k=k, filters=filters, now=now,
-        min_score=min_score, exclude=exclude, prune=prune, memo=memo,
-    ).ranked  # fmt: skip
+    ranked = _ranked(index, records, access_counts, plan, cfg, k, options).ranked
     return Scored([(seq, -neg) for _, neg, seq in ranked.rows], ranked.scored)
 
 
@@ -499,17 +503,12 @@ def _ranked(
     access_counts: Mapping[int, int],
     plan: QueryPlan,
     cfg: RecallConfig,
-    *,
     k: int,
-    filters: Filters,
-    now: datetime,
-    min_score: float | None,
-    exclude: frozenset[str],
-    prune: bool,
-    memo: RecallMemo | None,
+    options: PassOptions,
 ) -> _Ranked:
     """The best ``k`` rows of one pass (see :func:`rank`), by the fast scorer when the rules
     allow it."""
+    filters, now, min_score, exclude, prune, memo = options
     head = _heads(records)
     memo = RecallMemo() if memo is None else memo
     known = memo.admitted

@@ -22,6 +22,7 @@ from cuemap_integrations.index import NamespaceIndex
 from cuemap_integrations.ranking import (
     Carried,
     Filters,
+    PassOptions,
     plan_query,
     rank,
     rank_scored,
@@ -482,7 +483,8 @@ def test_rank_scored_is_rank_without_hits(
     asked = {"k": k, "filters": Filters.build(types=types), "now": cm.now(), "prune": prune}
     with arrays_for_every_size() if through_arrays else nullcontext():
         hits, trace = rank(index, cm._records, {}, plan, cm.config, **asked)
-        scored = rank_scored(index, cm._records, {}, plan, cm.config, **asked)
+        options = PassOptions(asked["filters"], asked["now"], prune=prune)
+        scored = rank_scored(index, cm._records, {}, plan, cm.config, k=k, options=options)
     assert scored.best == [(cm._seq_of["default", h.memory_id], h.score) for h in hits]
     assert scored.scored == trace.candidate_count
 
