@@ -38,12 +38,10 @@ from .ranking import (
     QUERY_SOURCE,
     Carried,
     Filters,
-    PassOptions,
     QueryPlan,
+    Ranking,
     Scored,
     plan_query,
-    rank,
-    rank_scored,
     with_carried,
 )
 from .ranking import trace as ranking_trace
@@ -809,8 +807,9 @@ class CueMap:
             if speakers or turns:  # else the plan's own (empty) ones: no dataclass replace
                 read = replace(read, speakers=speakers, speaker_turns=turns)
             # what both passes share: same time, counts, filters and query words (the memo)
-            shared = PassOptions(filters, now, min_score, exclude, self.config.prune, RecallMemo())
-            hits, trace = self._passes(index, counts, read, carried, k, shared)
+            ranking = Ranking(index, self._records, counts, self.config, filters, now,
+                              min_score, exclude, self.config.prune, RecallMemo())  # fmt: skip
+            hits, trace = self._passes(ranking, read, carried, k)
             hits = hits[:k]
         if self.extension is not None and extend:
             # outside the lock: an extension may embed the query, which is slow
@@ -833,23 +832,19 @@ class CueMap:
         return RecallResult(linked, trace if explain else None, notes)
 
     def _passes(
-        self, index: NamespaceIndex, counts: Mapping[int, int], read: QueryPlan,
-        carried: Sequence[Carried], k: int, shared: PassOptions,
-    ) -> tuple[list[Hit], RecallTrace]:  # fmt: skip
+        self, ranking: Ranking, read: QueryPlan, carried: Sequence[Carried], k: int
+    ) -> tuple[list[Hit], RecallTrace]:
         """The recall's hits and trace: with feedback, a first pass whose top memories lend
-        their cues to the final pass (``shared``: :func:`rank`'s other keyword arguments)."""
-        cfg, records = self.config, self._records
+        their cues to the final pass."""
         plan = with_carried(read, carried, self.aliases)
-        depth = cfg.feedback_hits
+        depth = self.config.feedback_hits
         if not depth:
-            return rank(index, records, counts, plan, cfg, k=k, **shared._asdict())
-        width = first_pass_hits(index, cfg, k, depth)
-        first = rank_scored(index, records, counts, plan, cfg, k=width, options=shared)
+            return ranking.hits(plan, k)
+        first = ranking.scored(plan, first_pass_hits(ranking.index, self.config, k, depth))
         if not first.best:
             return [], ranking_trace(plan, first.scored, [])
-        lent = self._feedback(index, read.flat_cues, first)
-        plan = with_carried(read, [*carried, *lent], self.aliases)
-        return rank(index, records, counts, plan, cfg, k=k, **shared._asdict())
+        lent = self._feedback(ranking.index, read.flat_cues, first)
+        return ranking.hits(with_carried(read, [*carried, *lent], self.aliases), k)
 
     def _with_links(self, namespace: str, hit: Hit) -> Hit:
         partners = self._links.partners(namespace, hit.memory_id)

@@ -30,14 +30,13 @@ __all__ = [
     "Carried",
     "Concept",
     "Filters",
-    "PassOptions",
     "Period",
     "QueryPlan",
+    "Ranking",
     "Scored",
     "named_period",
     "plan_query",
     "rank",
-    "rank_scored",
     "trace",
     "with_carried",
 ]
@@ -433,7 +432,7 @@ def rank(
     (:mod:`.topk`); the hits are the same as without it. ``memo`` holds what the passes of one
     recall share (same time, access counts, bonuses and query words): each memory's
     query-independent prior and the query's own evidence lists, so the second pass does not
-    compute them again. :func:`rank_scored` is the same ranking without hits (a pass whose
+    compute them again. :meth:`Ranking.scored` is the same ranking without hits (a pass whose
     best memories only feed the next pass).
 
     A query naming a day or a month, or the speaker of transcript turns, gives the memories
@@ -441,28 +440,9 @@ def rank(
     candidate's query-independent prior in the scorer, so one pass ranks exactly; a bonus never
     makes a memory a candidate by itself.
     """
-    options = PassOptions(filters, now, min_score, exclude, prune, memo)
-    ranked, access, boosts = _ranked(index, records, access_counts, plan, cfg, k, options)
-    carriers = _carriers(plan)
-    hits = [
-        _hit(seq, -neg, records[seq], ranked.sig, index, plan, cfg, now, access(seq),
-             _given(boosts, seq), carriers)
-        for _, neg, seq in ranked.rows
-    ]  # fmt: skip
-    return hits, trace(plan, ranked.scored, hits)
-
-
-class PassOptions(NamedTuple):
-    """What the passes of one recall share beside the query plan (:func:`rank`'s keywords):
-    the filters, the clock, the score floor, the ids left out, pruning, and the memo of what
-    the passes compute once."""
-
-    filters: Filters
-    now: datetime
-    min_score: float | None = None
-    exclude: frozenset[str] = frozenset()
-    prune: bool = True
-    memo: RecallMemo | None = None
+    ranking = Ranking(index, records, access_counts, cfg, filters, now, min_score, exclude, prune,
+                      memo)  # fmt: skip
+    return ranking.hits(plan, k)
 
 
 class Scored(NamedTuple):
@@ -472,21 +452,41 @@ class Scored(NamedTuple):
     scored: int
 
 
-def rank_scored(
-    index: NamespaceIndex,
-    records: Mapping[int, MemoryRecord],
-    access_counts: Mapping[int, int],
-    plan: QueryPlan,
-    cfg: RecallConfig,
-    *,
-    k: int,
-    options: PassOptions,
-) -> Scored:
-    """:func:`rank`'s best memories and scores without their hits: a first pass only lends its
-    top memories' cues to the feedback pass, so no record is read and nothing explained (ten
-    records built per recall were ~2% of it at 100k memories)."""
-    ranked = _ranked(index, records, access_counts, plan, cfg, k, options).ranked
-    return Scored([(seq, -neg) for _, neg, seq in ranked.rows], ranked.scored)
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    """What the passes of one recall share (the namespace's index, the records, the access
+    counts, the config, the filters, the clock, the score floor, the ids left out, pruning,
+    and the memo of what the passes compute once); each pass brings its plan and its k."""
+
+    index: NamespaceIndex
+    records: Mapping[int, MemoryRecord]
+    access_counts: Mapping[int, int]
+    cfg: RecallConfig
+    filters: Filters
+    now: datetime
+    min_score: float | None = None
+    exclude: frozenset[str] = frozenset()
+    prune: bool = True
+    memo: RecallMemo | None = None
+
+    def hits(self, plan: QueryPlan, k: int) -> tuple[list[Hit], RecallTrace]:
+        """The top ``k`` hits of ``plan``, explained, with the query trace (:func:`rank`)."""
+        ranked, access, boosts = _ranked(self, plan, k)
+        carriers = _carriers(plan)
+        index, records, cfg, now = self.index, self.records, self.cfg, self.now
+        hits = [
+            _hit(seq, -neg, records[seq], ranked.sig, index, plan, cfg, now, access(seq),
+                 _given(boosts, seq), carriers)
+            for _, neg, seq in ranked.rows
+        ]  # fmt: skip
+        return hits, trace(plan, ranked.scored, hits)
+
+    def scored(self, plan: QueryPlan, k: int) -> Scored:
+        """:meth:`hits`'s memories and scores without their hits: a first pass only lends its
+        top memories' cues to the feedback pass, so no record is read and nothing explained
+        (ten records built per recall were ~2% of it at 100k memories)."""
+        ranked = _ranked(self, plan, k).ranked
+        return Scored([(seq, -neg) for _, neg, seq in ranked.rows], ranked.scored)
 
 
 class _Ranked(NamedTuple):
@@ -497,18 +497,12 @@ class _Ranked(NamedTuple):
     boosts: tuple[_Boost, ...]
 
 
-def _ranked(
-    index: NamespaceIndex,
-    records: Mapping[int, MemoryRecord],
-    access_counts: Mapping[int, int],
-    plan: QueryPlan,
-    cfg: RecallConfig,
-    k: int,
-    options: PassOptions,
-) -> _Ranked:
+def _ranked(ranking: Ranking, plan: QueryPlan, k: int) -> _Ranked:
     """The best ``k`` rows of one pass (see :func:`rank`), by the fast scorer when the rules
     allow it."""
-    filters, now, min_score, exclude, prune, memo = options
+    index, records, cfg, now = ranking.index, ranking.records, ranking.cfg, ranking.now
+    filters, exclude, memo = ranking.filters, ranking.exclude, ranking.memo
+    access_counts, min_score = ranking.access_counts, ranking.min_score
     head = _heads(records)
     memo = RecallMemo() if memo is None else memo
     known = memo.admitted
@@ -537,7 +531,7 @@ def _ranked(
         memo.priors, memo.bonuses, _bonus_all(boosts),
     )  # fmt: skip
     return _Ranked(
-        _pass(index, plan, cfg, k, fast, prune, admitted, min_score, memo), access, boosts
+        _pass(index, plan, cfg, k, fast, ranking.prune, admitted, min_score, memo), access, boosts
     )
 
 

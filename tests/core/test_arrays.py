@@ -22,10 +22,9 @@ from cuemap_integrations.index import NamespaceIndex
 from cuemap_integrations.ranking import (
     Carried,
     Filters,
-    PassOptions,
+    Ranking,
     plan_query,
     rank,
-    rank_scored,
     with_carried,
 )
 from cuemap_integrations.topk import FastScorer, RecallMemo
@@ -472,10 +471,10 @@ def test_the_floor_holds_only_for_a_pass_that_keeps_the_last_ones_concepts() -> 
     seed=SEEDS, query=QUERIES, k=KS, types=TYPE_FILTERS, prune=st.booleans(),
     through_arrays=st.booleans(),
 )  # fmt: skip
-def test_rank_scored_is_rank_without_hits(
+def test_ranking_scored_is_rank_without_hits(
     seed: int, query: list[str], k: int, types, prune: bool, through_arrays: bool
 ) -> None:
-    """A first pass ranks with rank_scored: the same memories, scores (exact floats) and
+    """A first pass ranks with Ranking.scored: the same memories, scores (exact floats) and
     candidate count as rank's hits and trace, through arrays and the Python pass alike."""
     cm = _store(seed % 5, 400)
     index = cm._indexes["default"]
@@ -483,8 +482,9 @@ def test_rank_scored_is_rank_without_hits(
     asked = {"k": k, "filters": Filters.build(types=types), "now": cm.now(), "prune": prune}
     with arrays_for_every_size() if through_arrays else nullcontext():
         hits, trace = rank(index, cm._records, {}, plan, cm.config, **asked)
-        options = PassOptions(asked["filters"], asked["now"], prune=prune)
-        scored = rank_scored(index, cm._records, {}, plan, cm.config, k=k, options=options)
+        ranking = Ranking(index, cm._records, {}, cm.config, asked["filters"], asked["now"],
+                          prune=prune)  # fmt: skip
+        scored = ranking.scored(plan, k)
     assert scored.best == [(cm._seq_of["default", h.memory_id], h.score) for h in hits]
     assert scored.scored == trace.candidate_count
 
