@@ -8,10 +8,12 @@ store and query give the same ranking under any ``PYTHONHASHSEED``.
 from __future__ import annotations
 
 import heapq
+import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
+from functools import partial
 from datetime import datetime, timedelta, timezone
 from typing import NamedTuple
 
@@ -22,7 +24,7 @@ from .index import NamespaceIndex
 from .records import MemoryRecord, MemoryType, coerce_timestamp
 from .recordtable import RecordHead, RecordTable
 from .results import Hit, RecallTrace, ScoreBreakdown
-from .scoring import Features, combine
+from .scoring import RULES, Features, combine, saturate
 from .text import content_terms, derive_cues, joined_pairs, normalize, query_units, stem
 from .topk import Evidence, FastScorer, RecallMemo, gather
 
@@ -474,10 +476,14 @@ class Ranking:
         ranked, access, boosts = _ranked(self, plan, k)
         carriers = _carriers(plan)
         index, records, cfg, now = self.index, self.records, self.cfg, self.now
+        sig = ranked.sig
+        parts = _builtin_parts(cfg, sig, now) or partial(_combined_parts, sig, cfg, now)
         hits = [
-            _hit(seq, -neg, records[seq], ranked.sig, index, plan, cfg, now, access(seq),
-                 _given(boosts, seq), carriers)
+            Hit(record, -neg, _explain(seq, index, plan,
+                                       parts(seq, record, access(seq)) + _given(boosts, seq),
+                                       carriers))
             for _, neg, seq in ranked.rows
+            for record in (records[seq],)
         ]  # fmt: skip
         return hits, trace(plan, ranked.scored, hits)
 
@@ -700,21 +706,58 @@ def _bonus(boosts: Sequence[_Boost]) -> Callable[[int], float] | None:
     return lambda seq: sum(b.value for b in boosts if b.holds(seq))
 
 
-def _hit(
-    seq: int,
-    score: float,
-    record: MemoryRecord,
-    sig: Evidence,
-    index: NamespaceIndex,
-    plan: QueryPlan,
-    cfg: RecallConfig,
-    now: datetime,
-    access: int,
-    bonuses: tuple[tuple[str, float], ...],
-    carriers: _Carriers,
-) -> Hit:
-    _, parts = combine(_features(seq, record, sig, now, access), cfg)  # the same sum, explained
-    return Hit(record, score, _explain(seq, index, plan, parts + bonuses, carriers))
+_Parts = tuple[tuple[str, float], ...]
+
+
+def _combined_parts(
+    sig: Evidence, cfg: RecallConfig, now: datetime, seq: int, record: MemoryRecord, access: int
+) -> _Parts:
+    """A hit's weighted rule values by :func:`combine` (any rules: the general path)."""
+    return combine(_features(seq, record, sig, now, access), cfg)[1]
+
+
+_BUILTIN = dict(RULES)  # the rules as shipped: register_rule may replace one of them by name
+
+
+def _builtin_parts(
+    cfg: RecallConfig, sig: Evidence, now: datetime
+) -> Callable[[int, MemoryRecord, int], _Parts] | None:
+    """:func:`_combined_parts` for the built-in rules, without a :class:`Features` made and
+    each rule called per hit (a frozen dataclass of eight fields and seven calls were a third
+    of explaining a hit). Each value is the same expression as the rule's, times its weight,
+    in the weights' order, so the floats are the same (``tests/core/test_recall_shortcuts.py``
+    compares the two). None when some weighted rule is not a built-in one."""
+    weighted = [(name, w) for name, w in cfg.weights.items() if w != 0.0]
+    if any(name not in _BUILTIN or RULES.get(name) is not _BUILTIN[name] for name, _ in weighted):
+        return None
+    cue, session, tag, content = sig.cue, sig.session, sig.tag, sig.content
+    cap, alone_factor, half_life = cfg.session_saturation, cfg.session_only_factor, cfg.half_life_days
+    priority = cfg.type_priority
+
+    def parts(seq: int, record: MemoryRecord, access: int) -> _Parts:
+        out = []
+        for name, w in weighted:
+            if name == "cue":
+                value = cue.get(seq, 0.0)
+            elif name == "session":
+                value = saturate(session.get(seq, 0.0), cap)
+                if not (seq in cue or seq in content or seq in tag):  # answers no query word
+                    value = value * alone_factor
+            elif name == "tag":
+                value = tag.get(seq, 0.0)
+            elif name == "content":
+                value = content.get(seq, 0.0)
+            elif name == "recency":
+                age = (now - record.updated_at).total_seconds() / _SECONDS_PER_DAY
+                value = float(0.5 ** (max(age, 0.0) / half_life))
+            elif name == "frequency":
+                value = -math.log1p(access)
+            else:  # type
+                value = priority.get(record.type.value, 0.0)
+            out.append((name, w * value))
+        return tuple(out)
+
+    return parts
 
 
 def trace(plan: QueryPlan, candidates: int, hits: Sequence[Hit]) -> RecallTrace:
