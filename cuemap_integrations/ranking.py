@@ -264,10 +264,21 @@ def _concepts(found: Iterable[str], aliases: AliasTable) -> tuple[tuple[str, ...
     with one of its members ("meeting", "meetings", "meet", "会议") count as one concept."""
     groups: list[dict[str, None]] = []
     owner: dict[object, int] = {}  # a stem key or an alias group -> its concept's index
+    concept, group_of = aliases.concept, aliases.group_of
     for cue in found:
-        group, names = aliases.group_of(cue), aliases.concept(cue)[1]
+        key, names = concept(cue)  # memoized: (("stem", *units), (cue,)) for a cue of no group
+        if group_of(cue) is None:
+            # most cues: their own stem key is their only key (the general path below would
+            # compute it twice, for the cue and for its one name) and they are their only name
+            target = owner.get(key)
+            if target is None:
+                owner[key] = len(groups)
+                groups.append({cue: None})
+            else:
+                groups[target][cue] = None
+            continue
         keys: list[object] = [("stem", *query_units(n)) for n in (cue, *names)]
-        keys += [("alias", group)] if group is not None else []
+        keys += [key]  # ("alias", group): the cue is in a group
         known = [owner[k] for k in keys if k in owner]
         target = known[0] if known else len(groups)
         if not known:

@@ -1311,13 +1311,18 @@ class CueKeys:
             return []
         units = query_units(query)
         found: dict[str, None] = {}
-        resume = 0
+        held, resume = self._held, 0
         for i, unit in enumerate(units):
+            # the unit's own cues, asked once: the longest match tries it as its one-unit key
+            own = held(unit)
             if i >= resume:
-                resume, cues = self._longest(units, i)
-                found.update(dict.fromkeys(cues))
-            for single in (unit, *(_stem(p) for p in _parts(unit))):
-                found.update(dict.fromkeys(self.unit_cues(single)))
+                resume, cues = self._longest(units, i, own)
+                if cues:
+                    found.update(dict.fromkeys(cues))
+            if own:
+                found.update(dict.fromkeys(own))
+            for part in _parts(unit):  # memoized; none for a plain word
+                found.update(dict.fromkeys(held(_stem(part))))
         return list(found)
 
     def unit_cues(self, unit: str) -> tuple[str, ...]:
@@ -1333,14 +1338,21 @@ class CueKeys:
             return tuple(sorted((key, *held))) if held else (key,)
         return held
 
-    def _longest(self, units: list[str], start: int) -> tuple[int, tuple[str, ...]]:
-        """End (exclusive) and cues of the longest key at ``start``; ``(start + 1, ())`` if none."""
+    def _longest(
+        self, units: list[str], start: int, own: tuple[str, ...]
+    ) -> tuple[int, tuple[str, ...]]:
+        """End (exclusive) and cues of the longest key at ``start``; ``(start + 1, ())`` if none.
+        ``own``: the cues of the one-unit key ``units[start]`` (the caller has them)."""
+        rest, get = len(units) - start, self._keys.get
         for length in self._lengths:
-            if start + length <= len(units):
-                key = units[start] if length == 1 else tuple(units[start : start + length])
-                held = self._held(key)
-                if held:
-                    return start + length, held
+            if length == 1:
+                if own:
+                    return start + 1, own
+            elif length <= rest:
+                # _held of a key of several units: only the dict holds it (inlined: dozens a query)
+                found = get(tuple(units[start : start + length]))
+                if found is not None:
+                    return start + length, _as_tuple(found)
         return start + 1, ()
 
     def _key_of(self, cue: str) -> _Key:
