@@ -291,26 +291,43 @@ def _concepts(found: Iterable[str], aliases: AliasTable) -> tuple[tuple[str, ...
 
 def _weighted_concepts(carried: Iterable[Carried], aliases: AliasTable) -> tuple[Concept, ...]:
     """Carried cues grouped like explicit ones; a concept keeps its members' highest weight and
-    the union of their sources."""
-    groups: dict[object, list[tuple[Carried, tuple[str, ...]]]] = {}
-    concept = aliases.concept
-    for item in carried:
-        key, members = concept(item.cue)
-        held = groups.get(key)
-        if held is None:
-            groups[key] = [(item, members)]
-        else:
-            held.append((item, members))
-    return tuple(map(_weighted_concept, groups.values()))
+    the union of their sources.
+
+    A feedback pass carries some fifty cues, nearly all alone in their concept: those become
+    concepts in one comprehension (as :func:`_single_concept`), and only cues sharing a
+    concept are merged (:func:`_weighted_concept`), where the first of them stood."""
+    items = tuple(carried)
+    found = aliases.concepts([item.cue for item in items])  # (key, members) of each
+    keys = [key for key, _ in found]
+    # each key -> where it first occurs (the reversed pairs: an earlier one is written last)
+    first = dict(zip(reversed(keys), range(len(keys) - 1, -1, -1)))
+    shared: dict[int, list[int]] = {}  # a first occurrence -> its concept's later cues
+    if len(first) < len(keys):
+        for at, key in enumerate(keys):
+            if first[key] != at:
+                shared.setdefault(first[key], []).append(at)
+    new = tuple.__new__  # a NamedTuple's own __new__ is a Python function
+    return tuple(
+        _weighted_concept([(items[j], found[j][1]) for j in (at, *shared[at])])
+        if at in shared
+        else new(Concept, (members if members == (item.cue,) else _names(item.cue, members),
+                           item.weight if item.weight > 0.0 else 0.0, frozenset(item.sources),
+                           item.self_factor))
+        for at, item, (_, members) in zip(range(len(items)), items, found)
+        if first[keys[at]] == at
+    )  # fmt: skip
+
+
+def _names(cue: str, members: tuple[str, ...]) -> tuple[str, ...]:
+    """A carried cue's concept's names: the cue, then its concept's other terms."""
+    return tuple(dict.fromkeys((cue, *members)))
 
 
 def _single_concept(item: Carried, members: tuple[str, ...]) -> Concept:
-    """:func:`_weighted_concept` of one carried cue, the usual case (a feedback pass carries
-    some fifty, nearly all alone in their concept): its sources are taken as they are."""
-    names = (item.cue,) if members == (item.cue,) else tuple(dict.fromkeys((item.cue, *members)))
+    """:func:`_weighted_concept` of one carried cue: its sources are taken as they are."""
+    names = members if members == (item.cue,) else _names(item.cue, members)
     weight = item.weight if item.weight > 0.0 else 0.0  # as the strongest of one, from 0.0
-    # tuple.__new__: a NamedTuple's own __new__ is a Python function (the hot path here)
-    return tuple.__new__(Concept, (names, weight, frozenset(item.sources), item.self_factor))
+    return Concept(names, weight, frozenset(item.sources), item.self_factor)
 
 
 def _weighted_concept(items: list[tuple[Carried, tuple[str, ...]]]) -> Concept:
