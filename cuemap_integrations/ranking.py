@@ -380,16 +380,17 @@ def _explain(
 class _Carriers(NamedTuple):
     """What explaining a hit's session cues needs of the plan, made once per ranking."""
 
-    # each carried concept member's entries: ``at * width + order`` for each concept it is in
-    # (``at`` the concept's position in the plan, ``order`` the member's rank among that
-    # concept's members): one int sorts as the pair would, without a tuple made or compared
-    members: dict[str, tuple[int, ...]]
+    # each carried concept member's first entry: ``at * width + order`` for the first concept
+    # it is in (``at`` the concept's position in the plan, ``order`` the member's rank among
+    # that concept's members): one int sorts as the pair would, without a tuple made or compared
+    members: dict[str, int]
+    more: dict[str, list[int]]  # a member of several concepts -> its other entries (rare)
     names: frozenset[str]  # the members (a memory's cues are matched against it in one call)
     member_at: dict[int, str]  # an entry -> its member
     width: int  # more than any concept's member count
-    # concept position -> its one source, for a concept that came from that memory alone and
-    # may not help it (self factor 0: feedback); such a concept is no session cue of it
-    alone: dict[int, int]
+    # memory -> the positions of the concepts that came from it alone and may not help it
+    # (self factor 0: feedback); such a concept is no session cue of it
+    alone: dict[int, set[int]]
 
 
 def _carriers(plan: QueryPlan) -> _Carriers:
@@ -399,19 +400,22 @@ def _carriers(plan: QueryPlan) -> _Carriers:
     vs 17 us per explained hit, 400 hits of bench queries at 30k memories)."""
     concepts = plan.expanded_concepts
     width = 1 + max((len(concept.members) for concept in concepts), default=0)
-    members: dict[str, tuple[int, ...]] = {}
+    members: dict[str, int] = {}
+    more: dict[str, list[int]] = {}
     member_at: dict[int, str] = {}
-    alone: dict[int, int] = {}
+    alone: dict[int, set[int]] = {}
     for at, (names, _, sources, self_factor) in enumerate(concepts):
         base = at * width
         # most concepts are one cue: no duplicates to drop
         for order, member in enumerate(names if len(names) == 1 else dict.fromkeys(names)):
-            held = members.get(member)
-            members[member] = (base + order,) if held is None else (*held, base + order)
+            if member in members:
+                more.setdefault(member, []).append(base + order)
+            else:
+                members[member] = base + order
             member_at[base + order] = member
         if self_factor == 0.0 and len(sources) == 1:
-            alone[at] = next(iter(sources))
-    return _Carriers(members, frozenset(members), member_at, width, alone)
+            alone.setdefault(next(iter(sources)), set()).add(at)
+    return _Carriers(members, more, frozenset(members), member_at, width, alone)
 
 
 def _session_cues(
@@ -422,17 +426,20 @@ def _session_cues(
 
     Each entry (concept, rank) the memory carries, sorted: a concept's first entry is its
     member of least rank."""
-    members, alone, width = carriers.members, carriers.alone, carriers.width
+    members, width, member_at = carriers.members, carriers.width, carriers.member_at
     held = carriers.names.intersection(carried)  # a set: sorting below gives the order
-    found = sorted([entry for cue in held for entry in members[cue]])
-    out, last = [], -1
-    for entry in found:
-        at = entry // width
-        if at != last:
-            last = at
-            if alone.get(at) != seq:
-                out.append(carriers.member_at[entry])
-    return tuple(out)
+    found = [members[cue] for cue in held]
+    if carriers.more:
+        found += [entry for cue in held.intersection(carriers.more) for entry in carriers.more[cue]]
+    found.sort()
+    ats = [entry // width for entry in found]  # each entry's concept, ascending
+    mine = carriers.alone.get(seq, ())
+    # a concept's first entry is where the concept changes (comprehensions: a hit of a feedback
+    # pass carries some twenty of its concepts, a loop step each was ~40% of explaining it)
+    return tuple(
+        [member_at[entry] for entry, at, before in zip(found, ats, [-1, *ats])
+         if at != before and at not in mine]
+    )  # fmt: skip
 
 
 def _first_in(group: tuple[str, ...], present: set[str]) -> str:
