@@ -13,8 +13,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
-from functools import partial
 from datetime import datetime, timedelta, timezone
+from functools import partial
 from typing import NamedTuple
 
 from .aliases import AliasTable
@@ -300,7 +300,7 @@ def _weighted_concepts(carried: Iterable[Carried], aliases: AliasTable) -> tuple
     found = aliases.concepts([item.cue for item in items])  # (key, members) of each
     keys = [key for key, _ in found]
     # each key -> where it first occurs (the reversed pairs: an earlier one is written last)
-    first = dict(zip(reversed(keys), range(len(keys) - 1, -1, -1)))
+    first = dict(zip(reversed(keys), range(len(keys) - 1, -1, -1), strict=True))
     shared: dict[int, list[int]] = {}  # a first occurrence -> its concept's later cues
     if len(first) < len(keys):
         for at, key in enumerate(keys):
@@ -313,7 +313,7 @@ def _weighted_concepts(carried: Iterable[Carried], aliases: AliasTable) -> tuple
         else new(Concept, (members if members == (item.cue,) else _names(item.cue, members),
                            item.weight if item.weight > 0.0 else 0.0, frozenset(item.sources),
                            item.self_factor))
-        for at, item, (_, members) in zip(range(len(items)), items, found)
+        for at, item, (_, members) in zip(range(len(items)), items, found, strict=True)
         if first[keys[at]] == at
     )  # fmt: skip
 
@@ -435,9 +435,10 @@ def _session_cues(
     ats = [entry // width for entry in found]  # each entry's concept, ascending
     mine = carriers.alone.get(seq, ())
     # a concept's first entry is where the concept changes (comprehensions: a hit of a feedback
-    # pass carries some twenty of its concepts, a loop step each was ~40% of explaining it)
+    # pass carries some twenty of its concepts, a loop step each was ~40% of explaining it);
+    # [-1, *ats] is each entry's predecessor's concept, one longer (not strict)
     return tuple(
-        [member_at[entry] for entry, at, before in zip(found, ats, [-1, *ats])
+        [member_at[entry] for entry, at, before in zip(found, ats, [-1, *ats], strict=False)
          if at != before and at not in mine]
     )  # fmt: skip
 
@@ -766,8 +767,8 @@ def _builtin_parts(
     if any(name not in _BUILTIN or RULES.get(name) is not _BUILTIN[name] for name, _ in weighted):
         return None
     cue, session, tag, content = sig.cue, sig.session, sig.tag, sig.content
-    cap, alone_factor, half_life = cfg.session_saturation, cfg.session_only_factor, cfg.half_life_days
-    priority = cfg.type_priority
+    cap, alone_factor = cfg.session_saturation, cfg.session_only_factor
+    half_life, priority = cfg.half_life_days, cfg.type_priority
 
     def parts(seq: int, record: MemoryRecord, access: int) -> _Parts:
         out = []

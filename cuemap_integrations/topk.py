@@ -263,7 +263,8 @@ class FastScorer:
     """The score of a memory from its evidence, without building :class:`Features`.
 
     Equal (up to float rounding) to :func:`~cuemap_integrations.scoring.combine` for the
-    built-in rules; used to rank, while the hits' breakdowns still come from ``combine``.
+    built-in rules; used to rank, while the hits' breakdowns come from ``combine`` or its
+    rules written out (``ranking._builtin_parts``, the same floats).
     """
 
     def __init__(
@@ -332,7 +333,8 @@ class FastScorer:
         namespace's recall)."""
         columns, type_bonus, priors = self.columns, self.type_bonus, self._priors
         types, codes, updated = columns.types, columns.codes, columns.updated
-        now_ts, per_second, w_recency, w_freq = self.now_ts, self.per_second, self.w_recency, self.w_freq
+        now_ts, per_second = self.now_ts, self.per_second
+        w_recency, w_freq = self.w_recency, self.w_freq
         access, bonus = self.access, self.bonus
         out = []
         for seq in seqs:
