@@ -8,11 +8,13 @@ store and query give the same ranking under any ``PYTHONHASHSEED``.
 from __future__ import annotations
 
 import heapq
+import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
+from functools import partial
 from typing import NamedTuple
 
 from .aliases import AliasTable
@@ -22,7 +24,7 @@ from .index import NamespaceIndex
 from .records import MemoryRecord, MemoryType, coerce_timestamp
 from .recordtable import RecordHead, RecordTable
 from .results import Hit, RecallTrace, ScoreBreakdown
-from .scoring import Features, combine
+from .scoring import RULES, Features, combine, saturate
 from .text import content_terms, derive_cues, joined_pairs, normalize, query_units, stem
 from .topk import Evidence, FastScorer, RecallMemo, gather
 
@@ -262,10 +264,21 @@ def _concepts(found: Iterable[str], aliases: AliasTable) -> tuple[tuple[str, ...
     with one of its members ("meeting", "meetings", "meet", "会议") count as one concept."""
     groups: list[dict[str, None]] = []
     owner: dict[object, int] = {}  # a stem key or an alias group -> its concept's index
+    concept, group_of = aliases.concept, aliases.group_of
     for cue in found:
-        group, names = aliases.group_of(cue), aliases.concept(cue)[1]
+        key, names = concept(cue)  # memoized: (("stem", *units), (cue,)) for a cue of no group
+        if group_of(cue) is None:
+            # most cues: their own stem key is their only key (the general path below would
+            # compute it twice, for the cue and for its one name) and they are their only name
+            target = owner.get(key)
+            if target is None:
+                owner[key] = len(groups)
+                groups.append({cue: None})
+            else:
+                groups[target][cue] = None
+            continue
         keys: list[object] = [("stem", *query_units(n)) for n in (cue, *names)]
-        keys += [("alias", group)] if group is not None else []
+        keys += [key]  # ("alias", group): the cue is in a group
         known = [owner[k] for k in keys if k in owner]
         target = known[0] if known else len(groups)
         if not known:
@@ -278,26 +291,43 @@ def _concepts(found: Iterable[str], aliases: AliasTable) -> tuple[tuple[str, ...
 
 def _weighted_concepts(carried: Iterable[Carried], aliases: AliasTable) -> tuple[Concept, ...]:
     """Carried cues grouped like explicit ones; a concept keeps its members' highest weight and
-    the union of their sources."""
-    groups: dict[object, list[tuple[Carried, tuple[str, ...]]]] = {}
-    concept = aliases.concept
-    for item in carried:
-        key, members = concept(item.cue)
-        held = groups.get(key)
-        if held is None:
-            groups[key] = [(item, members)]
-        else:
-            held.append((item, members))
-    return tuple(map(_weighted_concept, groups.values()))
+    the union of their sources.
+
+    A feedback pass carries some fifty cues, nearly all alone in their concept: those become
+    concepts in one comprehension (as :func:`_single_concept`), and only cues sharing a
+    concept are merged (:func:`_weighted_concept`), where the first of them stood."""
+    items = tuple(carried)
+    found = aliases.concepts([item.cue for item in items])  # (key, members) of each
+    keys = [key for key, _ in found]
+    # each key -> where it first occurs (the reversed pairs: an earlier one is written last)
+    first = dict(zip(reversed(keys), range(len(keys) - 1, -1, -1), strict=True))
+    shared: dict[int, list[int]] = {}  # a first occurrence -> its concept's later cues
+    if len(first) < len(keys):
+        for at, key in enumerate(keys):
+            if first[key] != at:
+                shared.setdefault(first[key], []).append(at)
+    new = tuple.__new__  # a NamedTuple's own __new__ is a Python function
+    return tuple(
+        _weighted_concept([(items[j], found[j][1]) for j in (at, *shared[at])])
+        if at in shared
+        else new(Concept, (members if members == (item.cue,) else _names(item.cue, members),
+                           item.weight if item.weight > 0.0 else 0.0, frozenset(item.sources),
+                           item.self_factor))
+        for at, item, (_, members) in zip(range(len(items)), items, found, strict=True)
+        if first[keys[at]] == at
+    )  # fmt: skip
+
+
+def _names(cue: str, members: tuple[str, ...]) -> tuple[str, ...]:
+    """A carried cue's concept's names: the cue, then its concept's other terms."""
+    return tuple(dict.fromkeys((cue, *members)))
 
 
 def _single_concept(item: Carried, members: tuple[str, ...]) -> Concept:
-    """:func:`_weighted_concept` of one carried cue, the usual case (a feedback pass carries
-    some fifty, nearly all alone in their concept): its sources are taken as they are."""
-    names = (item.cue,) if members == (item.cue,) else tuple(dict.fromkeys((item.cue, *members)))
+    """:func:`_weighted_concept` of one carried cue: its sources are taken as they are."""
+    names = members if members == (item.cue,) else _names(item.cue, members)
     weight = item.weight if item.weight > 0.0 else 0.0  # as the strongest of one, from 0.0
-    # tuple.__new__: a NamedTuple's own __new__ is a Python function (the hot path here)
-    return tuple.__new__(Concept, (names, weight, frozenset(item.sources), item.self_factor))
+    return Concept(names, weight, frozenset(item.sources), item.self_factor)
 
 
 def _weighted_concept(items: list[tuple[Carried, tuple[str, ...]]]) -> Concept:
@@ -350,16 +380,17 @@ def _explain(
 class _Carriers(NamedTuple):
     """What explaining a hit's session cues needs of the plan, made once per ranking."""
 
-    # each carried concept member's entries: ``at * width + order`` for each concept it is in
-    # (``at`` the concept's position in the plan, ``order`` the member's rank among that
-    # concept's members): one int sorts as the pair would, without a tuple made or compared
-    members: dict[str, tuple[int, ...]]
+    # each carried concept member's first entry: ``at * width + order`` for the first concept
+    # it is in (``at`` the concept's position in the plan, ``order`` the member's rank among
+    # that concept's members): one int sorts as the pair would, without a tuple made or compared
+    members: dict[str, int]
+    more: dict[str, list[int]]  # a member of several concepts -> its other entries (rare)
     names: frozenset[str]  # the members (a memory's cues are matched against it in one call)
     member_at: dict[int, str]  # an entry -> its member
     width: int  # more than any concept's member count
-    # concept position -> its one source, for a concept that came from that memory alone and
-    # may not help it (self factor 0: feedback); such a concept is no session cue of it
-    alone: dict[int, int]
+    # memory -> the positions of the concepts that came from it alone and may not help it
+    # (self factor 0: feedback); such a concept is no session cue of it
+    alone: dict[int, set[int]]
 
 
 def _carriers(plan: QueryPlan) -> _Carriers:
@@ -369,19 +400,22 @@ def _carriers(plan: QueryPlan) -> _Carriers:
     vs 17 us per explained hit, 400 hits of bench queries at 30k memories)."""
     concepts = plan.expanded_concepts
     width = 1 + max((len(concept.members) for concept in concepts), default=0)
-    members: dict[str, tuple[int, ...]] = {}
+    members: dict[str, int] = {}
+    more: dict[str, list[int]] = {}
     member_at: dict[int, str] = {}
-    alone: dict[int, int] = {}
+    alone: dict[int, set[int]] = {}
     for at, (names, _, sources, self_factor) in enumerate(concepts):
         base = at * width
         # most concepts are one cue: no duplicates to drop
         for order, member in enumerate(names if len(names) == 1 else dict.fromkeys(names)):
-            held = members.get(member)
-            members[member] = (base + order,) if held is None else (*held, base + order)
+            if member in members:
+                more.setdefault(member, []).append(base + order)
+            else:
+                members[member] = base + order
             member_at[base + order] = member
         if self_factor == 0.0 and len(sources) == 1:
-            alone[at] = next(iter(sources))
-    return _Carriers(members, frozenset(members), member_at, width, alone)
+            alone.setdefault(next(iter(sources)), set()).add(at)
+    return _Carriers(members, more, frozenset(members), member_at, width, alone)
 
 
 def _session_cues(
@@ -392,17 +426,21 @@ def _session_cues(
 
     Each entry (concept, rank) the memory carries, sorted: a concept's first entry is its
     member of least rank."""
-    members, alone, width = carriers.members, carriers.alone, carriers.width
+    members, width, member_at = carriers.members, carriers.width, carriers.member_at
     held = carriers.names.intersection(carried)  # a set: sorting below gives the order
-    found = sorted([entry for cue in held for entry in members[cue]])
-    out, last = [], -1
-    for entry in found:
-        at = entry // width
-        if at != last:
-            last = at
-            if alone.get(at) != seq:
-                out.append(carriers.member_at[entry])
-    return tuple(out)
+    found = [members[cue] for cue in held]
+    if carriers.more:
+        found += [entry for cue in held.intersection(carriers.more) for entry in carriers.more[cue]]
+    found.sort()
+    ats = [entry // width for entry in found]  # each entry's concept, ascending
+    mine = carriers.alone.get(seq, ())
+    # a concept's first entry is where the concept changes (comprehensions: a hit of a feedback
+    # pass carries some twenty of its concepts, a loop step each was ~40% of explaining it);
+    # [-1, *ats] is each entry's predecessor's concept, one longer (not strict)
+    return tuple(
+        [member_at[entry] for entry, at, before in zip(found, ats, [-1, *ats], strict=False)
+         if at != before and at not in mine]
+    )  # fmt: skip
 
 
 def _first_in(group: tuple[str, ...], present: set[str]) -> str:
@@ -474,10 +512,14 @@ class Ranking:
         ranked, access, boosts = _ranked(self, plan, k)
         carriers = _carriers(plan)
         index, records, cfg, now = self.index, self.records, self.cfg, self.now
+        sig = ranked.sig
+        parts = _builtin_parts(cfg, sig, now) or partial(_combined_parts, sig, cfg, now)
         hits = [
-            _hit(seq, -neg, records[seq], ranked.sig, index, plan, cfg, now, access(seq),
-                 _given(boosts, seq), carriers)
+            Hit(record, -neg, _explain(seq, index, plan,
+                                       parts(seq, record, access(seq)) + _given(boosts, seq),
+                                       carriers))
             for _, neg, seq in ranked.rows
+            for record in (records[seq],)
         ]  # fmt: skip
         return hits, trace(plan, ranked.scored, hits)
 
@@ -700,21 +742,58 @@ def _bonus(boosts: Sequence[_Boost]) -> Callable[[int], float] | None:
     return lambda seq: sum(b.value for b in boosts if b.holds(seq))
 
 
-def _hit(
-    seq: int,
-    score: float,
-    record: MemoryRecord,
-    sig: Evidence,
-    index: NamespaceIndex,
-    plan: QueryPlan,
-    cfg: RecallConfig,
-    now: datetime,
-    access: int,
-    bonuses: tuple[tuple[str, float], ...],
-    carriers: _Carriers,
-) -> Hit:
-    _, parts = combine(_features(seq, record, sig, now, access), cfg)  # the same sum, explained
-    return Hit(record, score, _explain(seq, index, plan, parts + bonuses, carriers))
+_Parts = tuple[tuple[str, float], ...]
+
+
+def _combined_parts(
+    sig: Evidence, cfg: RecallConfig, now: datetime, seq: int, record: MemoryRecord, access: int
+) -> _Parts:
+    """A hit's weighted rule values by :func:`combine` (any rules: the general path)."""
+    return combine(_features(seq, record, sig, now, access), cfg)[1]
+
+
+_BUILTIN = dict(RULES)  # the rules as shipped: register_rule may replace one of them by name
+
+
+def _builtin_parts(
+    cfg: RecallConfig, sig: Evidence, now: datetime
+) -> Callable[[int, MemoryRecord, int], _Parts] | None:
+    """:func:`_combined_parts` for the built-in rules, without a :class:`Features` made and
+    each rule called per hit (a frozen dataclass of eight fields and seven calls were a third
+    of explaining a hit). Each value is the same expression as the rule's, times its weight,
+    in the weights' order, so the floats are the same (``tests/core/test_recall_shortcuts.py``
+    compares the two). None when some weighted rule is not a built-in one."""
+    weighted = [(name, w) for name, w in cfg.weights.items() if w != 0.0]
+    if any(name not in _BUILTIN or RULES.get(name) is not _BUILTIN[name] for name, _ in weighted):
+        return None
+    cue, session, tag, content = sig.cue, sig.session, sig.tag, sig.content
+    cap, alone_factor = cfg.session_saturation, cfg.session_only_factor
+    half_life, priority = cfg.half_life_days, cfg.type_priority
+
+    def parts(seq: int, record: MemoryRecord, access: int) -> _Parts:
+        out = []
+        for name, w in weighted:
+            if name == "cue":
+                value = cue.get(seq, 0.0)
+            elif name == "session":
+                value = saturate(session.get(seq, 0.0), cap)
+                if not (seq in cue or seq in content or seq in tag):  # answers no query word
+                    value = value * alone_factor
+            elif name == "tag":
+                value = tag.get(seq, 0.0)
+            elif name == "content":
+                value = content.get(seq, 0.0)
+            elif name == "recency":
+                age = (now - record.updated_at).total_seconds() / _SECONDS_PER_DAY
+                value = float(0.5 ** (max(age, 0.0) / half_life))
+            elif name == "frequency":
+                value = -math.log1p(access)
+            else:  # type
+                value = priority.get(record.type.value, 0.0)
+            out.append((name, w * value))
+        return tuple(out)
+
+    return parts
 
 
 def trace(plan: QueryPlan, candidates: int, hits: Sequence[Hit]) -> RecallTrace:

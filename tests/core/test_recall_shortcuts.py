@@ -14,11 +14,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cuemap_integrations import CueMap, arrays, kernel, ranking, topk
+from cuemap_integrations import CueMap, arrays, kernel, ranking, scoring, topk
 from cuemap_integrations.aliases import AliasTable
 from cuemap_integrations.config import RecallConfig
 from cuemap_integrations.ranking import QUERY_SOURCE, Carried, Concept, QueryPlan, plan_query
-from cuemap_integrations.records import MemoryRecord
+from cuemap_integrations.records import MemoryRecord, MemoryType
 from cuemap_integrations.recordtable import RecordTable
 
 from ..conftest import T0, FakeClock
@@ -238,3 +238,54 @@ def test_counting_an_access_in_place_packs_the_row_a_new_record_would(
     reference[3] = record.evolve(access_count=count, last_accessed=when)
     assert table.row(3) == reference.row(3)
     assert repr(table[3]) == repr(reference[3])
+
+
+_WEIGHTS = st.fixed_dictionaries(
+    {name: st.sampled_from([0.0, 0.25, 1.0, 1.7]) for name in RecallConfig().weights}
+)
+_SIGNAL = st.dictionaries(st.sampled_from([1, 2, 3]), st.floats(0.0, 20.0), max_size=3)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    weights=_WEIGHTS,
+    signals=st.tuples(_SIGNAL, _SIGNAL, _SIGNAL, _SIGNAL),
+    seq=st.sampled_from([1, 2, 3, 4]),
+    age_days=st.floats(-3.0, 400.0),
+    access=st.integers(0, 50),
+    type_=st.sampled_from(list(MemoryType)),
+    only_factor=st.sampled_from([0.0, 0.5, 1.0]),
+)
+def test_builtin_breakdown_equals_combine(
+    weights: dict[str, float],
+    signals: tuple[dict[int, float], ...],
+    seq: int,
+    age_days: float,
+    access: int,
+    type_: MemoryType,
+    only_factor: float,
+) -> None:
+    """A hit's breakdown by the built-in rules written out (``ranking._builtin_parts``) is
+    ``combine``'s, float for float, whatever the weights, evidence, age, count and type."""
+    cfg = RecallConfig(weights=weights, session_only_factor=only_factor)
+    sig = topk.Evidence(*(dict(s) for s in signals))
+    when = T0 - timedelta(days=age_days)
+    record = MemoryRecord(memory_id="m", content="x", type=type_, created_at=when, updated_at=when)
+    parts = ranking._builtin_parts(cfg, sig, T0)
+    assert parts is not None
+    expected = ranking._combined_parts(sig, cfg, T0, seq, record, access)
+    assert parts(seq, record, access) == expected
+
+
+def test_a_replaced_builtin_rule_is_explained_by_combine() -> None:
+    """``register_rule`` may replace a built-in rule by name: the written-out breakdown then
+    stands aside (None), and ``combine`` explains every hit."""
+    cfg, sig = RecallConfig(), topk.Evidence()
+    assert ranking._builtin_parts(cfg, sig, T0) is not None
+    held = scoring.RULES["cue"]
+    try:
+        scoring.register_rule("cue", lambda f, c: 2.0 * f.cue)
+        assert ranking._builtin_parts(cfg, sig, T0) is None
+    finally:
+        scoring.RULES["cue"] = held
+    assert ranking._builtin_parts(cfg, sig, T0) is not None

@@ -577,7 +577,7 @@ class _EveryKeyLexicon(CueLexicon):
             held = self._held(key)
             self._keys[key] = cue if not held else tuple(sorted((*held, cue)))
             if not held:
-                self._count_length(1 if isinstance(key, str) else len(key), 1)
+                self._count_key(key, 1)
 
     def _remove(self, cue: str) -> None:
         key = self._key_of(cue)
@@ -586,7 +586,7 @@ class _EveryKeyLexicon(CueLexicon):
             self._keys[key] = rest[0] if len(rest) == 1 else rest
         elif key in self._keys:
             del self._keys[key]
-            self._count_length(1 if isinstance(key, str) else len(key), -1)
+            self._count_key(key, -1)
 
 
 _LEXICON_WORDS = [
@@ -620,6 +620,9 @@ def test_own_keys_left_to_the_counts_match_as_every_key_in_the_dict(
         for each in (lex, reference):
             (each.add if add else each.discard)(" ".join(cue_words))
     assert lex._lengths == reference._lengths and len(lex) == len(reference)
+    # the longest match skips units that start no key of several units: counted exactly
+    starts = Counter(key[0] for key in lex._keys if isinstance(key, tuple))
+    assert lex._firsts == dict(starts)
     for query_words in queries:
         query = " ".join(query_words)
         assert lex.match(query) == reference.match(query)
