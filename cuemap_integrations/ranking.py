@@ -425,50 +425,34 @@ def _carriers(plan: QueryPlan) -> _Carriers:
     vs 17 us per explained hit, 400 hits of bench queries at 30k memories)."""
     concepts = plan.expanded_concepts
     width = 1 + max((len(concept.members) for concept in concepts), default=0)
-    if width == 2:  # every concept one cue (nearly every feedback pass): no loop per member
-        held = _single_carriers(concepts)
-        if held is not None:
-            return held
     members: dict[str, int] = {}
     more: dict[str, list[int]] = {}
     member_at: dict[int, str] = {}
     alone: dict[int, set[int]] = {}
     for at, (names, _, sources, self_factor) in enumerate(concepts):
         base = at * width
-        # most concepts are one cue: no duplicates to drop
-        for order, member in enumerate(names if len(names) == 1 else dict.fromkeys(names)):
+        if len(names) == 1:  # most concepts are one cue: no loop over members, none to drop
+            member = names[0]
             if member in members:
-                more.setdefault(member, []).append(base + order)
+                more.setdefault(member, []).append(base)
             else:
-                members[member] = base + order
-            member_at[base + order] = member
-        if self_factor == 0.0 and len(sources) == 1:
-            alone.setdefault(next(iter(sources)), set()).add(at)
-    return _Carriers(members, more, frozenset(members), member_at, width, alone)
-
-
-def _single_carriers(concepts: tuple[Concept, ...]) -> _Carriers | None:
-    """:func:`_carriers` of concepts of one member each, or None when two share it (the
-    general loop then keeps the others' entries): entry ``2 * at`` is concept ``at``'s one
-    member, made by comprehensions (the loop was ~2% of a recall at 10k memories)."""
-    names = [concept[0][0] for concept in concepts]
-    entries = range(0, 2 * len(names), 2)
-    members = dict(zip(names, entries, strict=True))
-    if len(members) < len(names):
-        return None
-    alone: dict[int, set[int]] = {}
-    for source, at in [
-        (next(iter(sources)), at)
-        for at, (_, _, sources, self_factor) in enumerate(concepts)
-        if self_factor == 0.0 and len(sources) == 1
-    ]:
-        mine = alone.get(source)
-        if mine is None:
-            alone[source] = {at}
+                members[member] = base
+            member_at[base] = member
         else:
-            mine.add(at)
-    member_at = dict(zip(entries, names, strict=True))
-    return _Carriers(members, {}, frozenset(members), member_at, 2, alone)
+            for order, member in enumerate(dict.fromkeys(names)):
+                if member in members:
+                    more.setdefault(member, []).append(base + order)
+                else:
+                    members[member] = base + order
+                member_at[base + order] = member
+        if self_factor == 0.0 and len(sources) == 1:
+            source = next(iter(sources))
+            mine = alone.get(source)  # not setdefault: no empty set made for a known source
+            if mine is None:
+                alone[source] = {at}
+            else:
+                mine.add(at)
+    return _Carriers(members, more, frozenset(members), member_at, width, alone)
 
 
 def _session_cues(

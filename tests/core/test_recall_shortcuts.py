@@ -83,8 +83,7 @@ def test_session_cues_by_rank_equal_the_first_member_search(
 def test_session_cues_of_one_member_concepts_equal_the_first_member_search(
     concepts: list[tuple[list[str], frozenset[int], float | None]], cues: list[str], seq: int
 ) -> None:
-    """Concepts of one cue each take ``ranking._single_carriers`` (the general loop when two
-    concepts share their cue)."""
+    """Concepts of one cue each (nearly every carried concept), some sharing it."""
     plan = QueryPlan(
         query="", normalized="", cues=(), expanded=(), tags=(), terms=(),
         expanded_concepts=tuple(Concept(tuple(m), 1.0, src, f) for m, src, f in concepts),
