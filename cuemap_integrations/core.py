@@ -871,8 +871,11 @@ class CueMap:
         """Pseudo-relevance feedback: the first pass's top memories lend their cues to a second
         pass, like the previous turn of a session does (and with the same self-discount)."""
         cfg, docs = self.config, index.docs
+        # the query's own cues are explicit in the final plan, which drops carried ones equal
+        # to them (with_carried): none is lent, so no Carried is made to be dropped
+        explicit = set(query_cues)
         cues = _lent(
-            query_cues, first.best[: cfg.feedback_hits], QUERY_SOURCE, cfg.session_min_share,
+            (), first.best[: cfg.feedback_hits], QUERY_SOURCE, cfg.session_min_share,
             partial(_cues_and_tags, docs),
         )  # fmt: skip
         # most cues come from one memory: its set of one seq made once, shared (it is frozen)
@@ -883,6 +886,7 @@ class CueMap:
             new(Carried, (cue, weight * scale, alone[seqs[0]] if len(seqs) == 1
                           else frozenset(seqs), 0.0))
             for cue, (weight, seqs) in cues.items()
+            if cue not in explicit
         ]  # fmt: skip
 
     def _carried(self, namespace: str, cue: str, weight: float, ids: Sequence[str]) -> Carried:

@@ -243,9 +243,18 @@ def with_carried(plan: QueryPlan, expanded: Sequence[Carried], aliases: AliasTab
     if not expanded and not plan.expanded and not plan.expanded_concepts:
         return plan  # nothing carried, before or now (a first pass): the plan as it is
     explicit = set(plan.flat_cues)
-    carried = tuple(c for c in expanded if c.cue not in explicit)
+    carried = [item for item in expanded if item[0] not in explicit]
+    # the cues and their weights read once for both the strongest weights and the concepts
+    # (the feedback pass carries some fifty: each loop over them is a few us of a recall)
+    cues = [item[0] for item in carried]
+    weights = [w if w > 0.0 else 0.0 for _, w, _, _ in carried]  # each as its strongest of one
+    strongest = dict(zip(cues, weights, strict=True))
+    if len(strongest) < len(cues):  # a cue carried twice (by a session turn and feedback)
+        strongest = dict(_strongest(carried))
     return replace(
-        plan, expanded=_strongest(carried), expanded_concepts=_weighted_concepts(carried, aliases)
+        plan,
+        expanded=tuple(strongest.items()),
+        expanded_concepts=_concepts_of(carried, cues, weights, aliases),
     )
 
 
@@ -291,29 +300,45 @@ def _concepts(found: Iterable[str], aliases: AliasTable) -> tuple[tuple[str, ...
 
 def _weighted_concepts(carried: Iterable[Carried], aliases: AliasTable) -> tuple[Concept, ...]:
     """Carried cues grouped like explicit ones; a concept keeps its members' highest weight and
-    the union of their sources.
+    the union of their sources (:func:`_concepts_of`)."""
+    items = tuple(carried)
+    cues = [item.cue for item in items]
+    return _concepts_of(items, cues, [w if w > 0.0 else 0.0 for _, w, _, _ in items], aliases)
+
+
+def _concepts_of(
+    items: Sequence[Carried], cues: list[str], weights: list[float], aliases: AliasTable
+) -> tuple[Concept, ...]:
+    """:func:`_weighted_concepts` of ``items``, given their ``cues`` and their ``weights`` (as
+    the strongest of one: from 0.0).
 
     A feedback pass carries some fifty cues, nearly all alone in their concept: those become
     concepts in one comprehension (as :func:`_single_concept`), and only cues sharing a
     concept are merged (:func:`_weighted_concept`), where the first of them stood."""
-    items = tuple(carried)
-    found = aliases.concepts([item.cue for item in items])  # (key, members) of each
+    found = aliases.concepts(cues)  # (key, members) of each
     keys = [key for key, _ in found]
     # each key -> where it first occurs (the reversed pairs: an earlier one is written last)
     first = dict(zip(reversed(keys), range(len(keys) - 1, -1, -1), strict=True))
-    shared: dict[int, list[int]] = {}  # a first occurrence -> its concept's later cues
-    if len(first) < len(keys):
-        for at, key in enumerate(keys):
-            if first[key] != at:
-                shared.setdefault(first[key], []).append(at)
     new = tuple.__new__  # a NamedTuple's own __new__ is a Python function
+    if len(first) == len(keys):
+        # no two cues share a concept (nearly every pass): each is its own concept's first, so
+        # no key is hashed again to ask (a key is a tuple: its hash is not kept)
+        return tuple(
+            new(Concept, (members if members == (cue,) else _names(cue, members), weight,
+                          frozenset(item.sources), item.self_factor))
+            for item, cue, weight, (_, members) in zip(items, cues, weights, found, strict=True)
+        )  # fmt: skip
+    shared: dict[int, list[int]] = {}  # a first occurrence -> its concept's later cues
+    for at, key in enumerate(keys):
+        if first[key] != at:
+            shared.setdefault(first[key], []).append(at)
     return tuple(
         _weighted_concept([(items[j], found[j][1]) for j in (at, *shared[at])])
         if at in shared
-        else new(Concept, (members if members == (item.cue,) else _names(item.cue, members),
-                           item.weight if item.weight > 0.0 else 0.0, frozenset(item.sources),
-                           item.self_factor))
-        for at, item, (_, members) in zip(range(len(items)), items, found, strict=True)
+        else new(Concept, (members if members == (cue,) else _names(cue, members), weight,
+                           frozenset(item.sources), item.self_factor))
+        for at, item, cue, weight, (_, members) in zip(range(len(items)), items, cues, weights,
+                                                       found, strict=True)
         if first[keys[at]] == at
     )  # fmt: skip
 
@@ -406,15 +431,27 @@ def _carriers(plan: QueryPlan) -> _Carriers:
     alone: dict[int, set[int]] = {}
     for at, (names, _, sources, self_factor) in enumerate(concepts):
         base = at * width
-        # most concepts are one cue: no duplicates to drop
-        for order, member in enumerate(names if len(names) == 1 else dict.fromkeys(names)):
+        if len(names) == 1:  # most concepts are one cue: no loop over members, none to drop
+            member = names[0]
             if member in members:
-                more.setdefault(member, []).append(base + order)
+                more.setdefault(member, []).append(base)
             else:
-                members[member] = base + order
-            member_at[base + order] = member
+                members[member] = base
+            member_at[base] = member
+        else:
+            for order, member in enumerate(dict.fromkeys(names)):
+                if member in members:
+                    more.setdefault(member, []).append(base + order)
+                else:
+                    members[member] = base + order
+                member_at[base + order] = member
         if self_factor == 0.0 and len(sources) == 1:
-            alone.setdefault(next(iter(sources)), set()).add(at)
+            source = next(iter(sources))
+            mine = alone.get(source)  # not setdefault: no empty set made for a known source
+            if mine is None:
+                alone[source] = {at}
+            else:
+                mine.add(at)
     return _Carriers(members, more, frozenset(members), member_at, width, alone)
 
 

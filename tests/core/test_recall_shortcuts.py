@@ -71,6 +71,27 @@ def test_session_cues_by_rank_equal_the_first_member_search(
     assert got == _reference_session_cues(plan, set(cues) | set(tags), seq)
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    concepts=st.lists(
+        st.tuples(st.sampled_from(VOCABULARY).map(lambda cue: [cue]), SOURCES, FACTORS),
+        max_size=8,
+    ),
+    cues=st.lists(st.sampled_from(VOCABULARY), max_size=6),
+    seq=st.sampled_from([1, 2, 3]),
+)
+def test_session_cues_of_one_member_concepts_equal_the_first_member_search(
+    concepts: list[tuple[list[str], frozenset[int], float | None]], cues: list[str], seq: int
+) -> None:
+    """Concepts of one cue each (nearly every carried concept), some sharing it."""
+    plan = QueryPlan(
+        query="", normalized="", cues=(), expanded=(), tags=(), terms=(),
+        expanded_concepts=tuple(Concept(tuple(m), 1.0, src, f) for m, src, f in concepts),
+    )  # fmt: skip
+    got = ranking._session_cues(plan, ranking._carriers(plan), tuple(cues), seq)
+    assert got == _reference_session_cues(plan, set(cues), seq)
+
+
 def _reference_weighted_concepts(
     carried: list[Carried], aliases: AliasTable
 ) -> tuple[Concept, ...]:
@@ -106,6 +127,37 @@ def test_carried_concepts_equal_the_reference_grouping(carried: list[Carried]) -
     )
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    carried=st.lists(
+        st.builds(
+            Carried,
+            st.sampled_from(VOCABULARY),
+            st.sampled_from([-0.5, 0.0, 0.3, 0.5, 1.0]),
+            SOURCES,
+            FACTORS,
+        ),
+        max_size=10,
+    ),
+    explicit=st.lists(st.sampled_from(VOCABULARY), max_size=3),
+)
+def test_with_carried_equals_the_reference(carried: list[Carried], explicit: list[str]) -> None:
+    """The plan's carried cues read in one pass equal each cue's strongest weight (from 0.0)
+    and the reference grouping, explicit cues left out."""
+    aliases = AliasTable([*RecallConfig().aliases, ("cache", "redis")])
+    plan = QueryPlan(
+        query="", normalized="", cues=tuple((cue,) for cue in explicit), expanded=(),
+        expanded_concepts=(), tags=(), terms=(),
+    )  # fmt: skip
+    kept = [item for item in carried if item.cue not in explicit]
+    strongest: dict[str, float] = {}
+    for item in kept:
+        strongest[item.cue] = max(strongest.get(item.cue, 0.0), item.weight)
+    got = ranking.with_carried(plan, carried, aliases)
+    assert got.expanded == tuple(strongest.items())
+    assert got.expanded_concepts == _reference_weighted_concepts(kept, aliases)
+
+
 def _reference_carry(
     cm: CueMap, query_cues: tuple[str, ...], hits: list[ranking.Hit], depth: int
 ) -> dict[str, tuple[float, list[str]]]:
@@ -138,12 +190,20 @@ def test_feedback_cues_equal_the_reference(seed: int) -> None:
         expected = _reference_carry(cm, trace.query_cues, hits, depth)
         assert cm._carry("default", trace.query_cues, hits, depth) == expected
         first = ranking.Scored([(cm._seq_of["default", h.memory_id], h.score) for h in hits], 0)
-        assert cm._feedback(cm._indexes["default"], trace.query_cues, first) == [
+        every = [  # the query's cues too, as the feedback pass lent them before
             cm._carried("default", cue, weight * cm.config.feedback_weight, ids)._replace(
                 self_factor=0.0
             )
             for cue, (weight, ids) in expected.items()
         ]
+        lent = cm._feedback(cm._indexes["default"], trace.query_cues, first)
+        assert lent == [item for item in every if item.cue not in trace.query_cues]
+        # the final plan drops carried cues equal to explicit ones: leaving them out changes none
+        read = plan_query(query, cm._indexes["default"], cm.aliases)
+        assert read.flat_cues == trace.query_cues
+        assert ranking.with_carried(read, lent, cm.aliases) == ranking.with_carried(
+            read, every, cm.aliases
+        )
 
 
 def _dated_store(seed: int) -> CueMap:
