@@ -17,7 +17,7 @@
 
 /* The layout of every argument below: kernel.py refuses a library reporting another one (a
  * stale build next to newer sources). Raise it with any change to an argument or descriptor. */
-#define ABI_VERSION 6
+#define ABI_VERSION 7
 
 int64_t cm_abi_version(void) { return ABI_VERSION; }
 
@@ -663,4 +663,69 @@ int64_t cm_evidence(int64_t n_lists, const int64_t *list_ints, const double *lis
     }
     free(first);
     return code;
+}
+
+/* A row of cm_top's heap: its key and sequence number (its place in the order). */
+typedef struct {
+    double key;
+    int64_t seq;
+} Ranked;
+
+/* Whether a ranks before b: the larger key first, ties by the smaller seq (a total order: seqs
+ * are distinct). */
+static int before(const Ranked *a, const Ranked *b) {
+    return a->key > b->key || (a->key == b->key && a->seq < b->seq);
+}
+
+/* Restore heap order from node i down (the root is the row that ranks last). */
+static void sift_down(Ranked *heap, int64_t n, int64_t i) {
+    for (;;) {
+        int64_t last = i, l = 2 * i + 1, r = l + 1;
+        if (l < n && before(heap + last, heap + l)) last = l;
+        if (r < n && before(heap + last, heap + r)) last = r;
+        if (last == i) return;
+        Ranked t = heap[i];
+        heap[i] = heap[last], heap[last] = t;
+        i = last;
+    }
+}
+
+/* The best m of the n rows not skipped (skip NULL: none), in order: by key descending, ties
+ * by sequence number (seq_at[slots[i]]) ascending; their seqs and keys written to o_seq and
+ * o_key. A heap of m rows keeps the best so far, its root the one that ranks last: one pass
+ * over the keys, where NumPy's argpartition, gathers and lexsort made a dozen calls and
+ * arrays. Returns how many rows are written (min(m, rows not skipped)) or a negative code. */
+int64_t cm_top(int64_t n, const double *key, const uint8_t *skip, const int64_t *slots,
+               int64_t size, const int64_t *seq_at, int64_t m, int64_t *o_seq, double *o_key) {
+    if (m < 0) return E_TYPE;
+    Ranked *heap = malloc((size_t)(m > 0 ? m : 1) * sizeof *heap);
+    if (!heap) return E_MEMORY;
+    int64_t held = 0;
+    for (int64_t i = 0; i < n && m > 0; i++) {
+        if (skip && skip[i]) continue;
+        int64_t slot = slots[i];
+        if (slot < 0 || slot >= size) {
+            free(heap);
+            return E_SLOT;
+        }
+        Ranked row = {key[i], seq_at[slot]};
+        if (held < m) { /* sift up */
+            int64_t at = held++;
+            while (at > 0 && before(heap + (at - 1) / 2, &row)) {
+                heap[at] = heap[(at - 1) / 2];
+                at = (at - 1) / 2;
+            }
+            heap[at] = row;
+        } else if (before(&row, heap)) {
+            heap[0] = row;
+            sift_down(heap, held, 0);
+        }
+    }
+    for (int64_t left = held; left > 0; left--) { /* the last-ranked out first: fill backwards */
+        o_seq[left - 1] = heap[0].seq, o_key[left - 1] = heap[0].key;
+        heap[0] = heap[left - 1];
+        sift_down(heap, left - 1, 0);
+    }
+    free(heap);
+    return held;
 }

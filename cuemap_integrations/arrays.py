@@ -871,14 +871,14 @@ def _reachable(
     at = _np().arange(len(cand))
     prior = _priors(view, cand, scorer)  # without the bonus: :func:`_scores`' lower bound
     lower = _evidence(partial, at, cfg, scorer) + prior  # evidence only adds
-    sure = ~partial.tag_only(at)
-    theta = max(_kth(view, cand[sure], lower[sure], k, admitted), floor)
+    tag_only = partial.tag_only(at)  # ranked after every other match: never the k-th
+    theta = max(_kth(view, cand, lower, k, admitted, tag_only), floor)
     upper = None
     if rest + scorer.prior_max >= theta - _EPSILON:
         if probe is None:
             return None
         upper = _upper(partial, at, lower, rest, cfg, scorer)  # read before the probe's call
-        cand = cand.copy()
+        cand, sure = cand.copy(), ~tag_only
         theta = max(theta, probe(cand[sure], lower[sure]))
         if rest + scorer.prior_max >= theta - _EPSILON:
             return None
@@ -914,8 +914,7 @@ def _probed_theta(
     best = np.sort(cand[top])  # ascending, as the kernel probes candidates best
     found = kernel.accumulate(view, described, weights, cand=(best, view.seq_at[best]))
     exact = found.evidence + _priors(view, found.slots, scorer)
-    ranked = ~found.tag_only  # ranked after every other match: never the k-th
-    return _kth(view, found.slots[ranked], exact[ranked], k, admitted)
+    return _kth(view, found.slots, exact, k, admitted, found.tag_only)
 
 
 def _joined(lists: Sequence[Any], size: int) -> tuple[Any, list[Any]]:
@@ -971,9 +970,17 @@ def _rest_bounds(order: Sequence[_Entry], session_cap: float) -> list[float]:
     return rest_bounds([e.lst for e in order], session_cap)
 
 
-def _kth(view: ArrayView, cand: Any, lower: Any, k: int, admitted: Callable[[int], bool]) -> float:
-    """The k-th best lower bound among admitted candidates (-inf when fewer than k)."""
+def _kth(
+    view: ArrayView, cand: Any, lower: Any, k: int, admitted: Callable[[int], bool],
+    skip: Any = None,
+) -> float:  # fmt: skip
+    """The k-th best lower bound among admitted candidates (-inf when fewer than k), leaving
+    out those ``skip`` marks (a bool array, or None)."""
     np = _np()
+    if _compiled_top(cand, lower, skip):
+        return _compiled_kth(view, cand, lower, k, admitted, skip)
+    if skip is not None:
+        cand, lower = cand[~skip], lower[~skip]
     block = min(len(cand), max(2 * k, k + 16))
     while len(cand) >= k:
         top = np.argpartition(-lower, block - 1)[:block] if block < len(cand) else np.arange(block)
@@ -988,6 +995,41 @@ def _kth(view: ArrayView, cand: Any, lower: Any, k: int, admitted: Callable[[int
             break
         block = min(len(cand), 4 * block)  # too few admitted among the best: look further
     return -math.inf
+
+
+def _compiled_top(cand: Any, key: Any, skip: Any = None) -> bool:
+    """Whether the kernel orders these candidates (:func:`kernel.top`): it is on, and they
+    are arrays of its types (they always are; anything else takes the NumPy way)."""
+    np = _np()
+    return (
+        kernel.enabled()
+        and cand.dtype == np.int64
+        and key.dtype == np.float64
+        and (skip is None or skip.dtype == np.bool_)
+    )
+
+
+def _compiled_kth(
+    view: ArrayView, cand: Any, lower: Any, k: int, admitted: Callable[[int], bool], skip: Any
+) -> float:
+    """:func:`_kth` by the kernel: it orders the best block (:func:`kernel.top`), Python asks
+    only those few whether they are admitted; the same value, that of the k-th admitted
+    candidate in the order by ``(-lower, seq)``."""
+    np = _np()
+    cand, lower = np.ascontiguousarray(cand), np.ascontiguousarray(lower)
+    skip = None if skip is None else np.ascontiguousarray(skip)
+    block = max(2 * k, k + 16)
+    while True:
+        best = kernel.top(view, cand, lower, block, skip)
+        found = 0
+        for seq, value in zip(best.seqs, best.keys, strict=True):
+            if admitted(seq):
+                found += 1
+                if found == k:
+                    return value
+        if len(best.seqs) < block or block >= len(cand):  # every candidate asked
+            return -math.inf
+        block *= 4  # too few admitted among the best: look further
 
 
 def _scores(
@@ -1053,6 +1095,8 @@ def _walk(
 ) -> dict[int, None]:
     """Admitted candidates best first (ties by sequence number) until the k-th and its near-ties."""
     np = _np()
+    if _compiled_top(cand, key):
+        return _compiled_walk(view, cand, key, k, admitted)
     block = min(len(cand), max(2 * k, k + 16))
     while True:
         cut = -math.inf
@@ -1075,4 +1119,30 @@ def _walk(
                     kth = value
         if len(chosen) == len(cand) or (len(survivors) >= k and kth >= cut):
             return survivors  # nothing outside the block is within reach of the k-th
+        block *= 4
+
+
+def _compiled_walk(
+    view: ArrayView, cand: Any, key: Any, k: int, admitted: Callable[[int], bool]
+) -> dict[int, None]:
+    """:func:`_walk` by the kernel: the best block in order (:func:`kernel.top`), walked until
+    the k-th admitted candidate and its near-ties; a block walked to its end without that
+    stop is asked again four times as large (a memory past it may tie with the last). The
+    same walk of the order by ``(-key, seq)``, so the same survivors."""
+    np = _np()
+    cand, key = np.ascontiguousarray(cand), np.ascontiguousarray(key)
+    block = max(2 * k, k + 16)
+    while True:
+        best = kernel.top(view, cand, key, block)
+        survivors: dict[int, None] = {}
+        kth = -math.inf
+        for seq, value in zip(best.seqs, best.keys, strict=True):
+            if len(survivors) >= k and value < kth - _EPSILON:
+                return survivors
+            if admitted(seq):
+                survivors[seq] = None
+                if len(survivors) == k:
+                    kth = value
+        if len(best.seqs) < block or block >= len(cand):  # every candidate walked
+            return survivors
         block *= 4

@@ -34,11 +34,12 @@ if TYPE_CHECKING:
     from .arrays import ArrayView
 
 __all__ = [
-    "ABI_VERSION", "KernelError", "KernelSums", "RawEvidence", "Refine", "Scratch", "accumulate",
-    "available", "describe", "enabled", "evidence", "load", "union_size",
+    "ABI_VERSION", "KernelError", "KernelSums", "RawEvidence", "Refine", "Scratch", "Top",
+    "accumulate", "available", "describe", "enabled", "evidence", "load", "top",
+    "union_size",
 ]  # fmt: skip
 
-ABI_VERSION = 6  # the argument layout _kernel.c implements (its ABI_VERSION)
+ABI_VERSION = 7  # the argument layout _kernel.c implements (its ABI_VERSION)
 # Every memory the lists reach is summed this many sequence numbers at a time (all lists for
 # one block, then the next; the same floats): a block's 32-byte cells, lengths and seq -> slot
 # entries (400 KB) stay in a core's L2 cache here (2 MB) while each list adds to them. CPU ms
@@ -98,6 +99,8 @@ def _declared(lib: Any) -> Any:
     lib.cm_union_size.restype = i64
     lib.cm_evidence.argtypes = [i64, ptr, ptr, ptr, i64, ptr, i64, ptr, ptr, ptr, ptr]
     lib.cm_evidence.restype = i64
+    lib.cm_top.argtypes = [i64, ptr, ptr, ptr, i64, ptr, i64, ptr, ptr]
+    lib.cm_top.restype = i64
     return lib
 
 
@@ -350,6 +353,53 @@ def evidence(
         )
     )  # fmt: skip
     return RawEvidence(raw, held.tobytes())
+
+
+class Top(NamedTuple):
+    """What :func:`top` found: the best rows' sequence numbers and keys, best first."""
+
+    seqs: array[int]
+    keys: array[float]
+
+
+def top(view: ArrayView, slots: Any, key: Any, m: int, skip: Any = None) -> Top:
+    """The best ``m`` rows by ``key`` (float64, one per slot of ``slots``, int64) leaving out
+    those ``skip`` (a bool array, or None) marks: by key descending, ties by sequence number
+    ascending, as ``np.lexsort((seqs, -key))`` orders them (one C call).
+
+    Raises:
+        KernelError: arrays of other types or lengths, or a slot outside the view.
+    """
+    n = len(slots)
+    if len(key) != n or (skip is not None and len(skip) != n):
+        raise KernelError(f"{n} slots but {len(key)} keys")
+    m = max(0, min(int(m), n))
+    seqs, keys = array("q", bytes(8 * m)), array("d", bytes(8 * m))
+    found = _checked(
+        _library().cm_top(
+            n, _address(key, "<f8"), None if skip is None else _address(skip, "|b1"),
+            _address(slots, "<i8"), _view_size(view), view.seq_at.ctypes.data, m,
+            seqs.buffer_info()[0], keys.buffer_info()[0],
+        )
+    )  # fmt: skip
+    if found < m:
+        del seqs[found:], keys[found:]
+    return Top(seqs, keys)
+
+
+def _address(held: Any, dtype: str) -> int:
+    """The address of a contiguous NumPy array of ``dtype`` (its ``dtype.str``)."""
+    if held.dtype.str != dtype or not held.flags.c_contiguous:
+        got = f"{'a' if held.flags.c_contiguous else 'a strided'} {held.dtype.str} one"
+        raise KernelError(f"the kernel takes a contiguous {dtype} array, not {got}")
+    return int(held.ctypes.data)
+
+
+def _view_size(view: ArrayView) -> int:
+    """The view's memories, once its per-slot arrays are sure to hold that many."""
+    if len(view.seq_at) < view.size:
+        raise KernelError(f"{view.size} memories but a shorter slot -> seq map")
+    return int(view.size)
 
 
 def _slots(view: ArrayView, scratch: Scratch) -> int:
