@@ -507,3 +507,23 @@ def test_array_priors_equal_the_scorers_memory_by_memory(types, recency: float) 
     got = arrays._priors(view, cand, scorer)
     expected = [scorer.prior(int(view.seq_at[slot])) for slot in cand]
     assert got.tolist() == pytest.approx(expected, rel=1e-12, abs=1e-15)
+
+
+def test_checks_try_the_floors_and_the_probes_check_only_when_no_other_decides() -> None:
+    """_checks yields its doubling checks first; then, last, the first list whose rest the
+    floor alone beats (it cannot fail), or, for a caller that probes, the last list within
+    the share (the probe's theta may decide); nothing once the lists pass the share."""
+    view, scorer = SimpleNamespace(size=400), SimpleNamespace(prior_max=0.5)
+    sizes = [5, 6, 20, 21, 22, 30, 90]
+    rest = [30.0, 28.0, 12.0, 9.0, 6.0, 4.0, 2.0, 0.0]
+
+    def checks(floor: float, probing: bool = False) -> list[int]:
+        return list(arrays._checks(view, sizes, rest, scorer, floor, last=False, probing=probing))
+
+    assert checks(-math.inf) == [1]  # 20 >= 2 * 6, and 30 - 12 + 0.5 beats 12 + 0.5
+    assert checks(-math.inf, probing=True) == [1, 4]  # lists ..4 hold 74 <= 400 // 4 postings
+    assert checks(8.0) == checks(8.0, probing=True) == [1, 3]  # 6 + 0.5 < 8: ..3 decide
+    sizes[5] = 44  # a doubling check at 4 now: the probe's would repeat it
+    assert checks(-math.inf, probing=True) == [1, 4]
+    view.size = 40  # lists ..1 hold 11 > 40 // 4 postings
+    assert checks(16.0) == [] and checks(-math.inf, probing=True) == [0]
