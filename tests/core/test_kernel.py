@@ -580,7 +580,9 @@ def _lexsorted(view: arrays.ArrayView, slots: Any, key: Any, skip: Any) -> tuple
     return seqs[order].tolist(), key[kept][order].tolist()
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     keys=st.lists(st.sampled_from([-math.inf, -1.0, 0.0, 0.5, 1.0, 1.0 + 1e-12, 2.0, 3.5]),
                   max_size=120),
@@ -616,7 +618,9 @@ def test_top_refuses_slots_outside_the_view_and_other_types(
         kernel.top(view, np.array([0, 1]), np.zeros(3), 2)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     keys=st.lists(st.sampled_from([-2.0, 0.0, 0.5, 0.5 - 1e-10, 0.5 + 1e-10, 1.0, 1.0 - 5e-10, 3.0]),
                   max_size=150),
@@ -638,14 +642,13 @@ def test_the_kernels_walk_and_kth_are_numpys(
     key = np.array(keys, dtype=np.float64)
     skip = np.array([rnd.random() < 0.3 for _ in keys], dtype=bool) if skipping else None
     allowed = {int(view.seq_at[s]) for s in slots if rnd.random() < admitted_share}
-    asked: list[int] = []
 
     def admitted(seq: int) -> bool:
-        asked.append(seq)
         return seq in allowed
 
-    walked, kth = arrays._walk(view, slots, key, k, admitted), arrays._kth(
-        view, slots, key, k, admitted, skip
+    walked, kth = (
+        arrays._walk(view, slots, key, k, admitted),
+        arrays._kth(view, slots, key, k, admitted, skip),
     )
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("CUEMAP_KERNEL", "0")
