@@ -730,7 +730,8 @@ static void sift_down(Ranked *heap, int64_t n, int64_t i) {
  * by sequence number (seq_at[slots[i]]) ascending; their seqs and keys written to o_seq and
  * o_key. A heap of m rows keeps the best so far, its root the one that ranks last: one pass
  * over the keys, where NumPy's argpartition, gathers and lexsort made a dozen calls and
- * arrays. Returns how many rows are written (min(m, rows not skipped)) or a negative code. */
+ * arrays. Only the slots of rows that may enter the heap are read (and checked). Returns how
+ * many rows are written (min(m, rows not skipped)) or a negative code. */
 int64_t cm_top(int64_t n, const double *key, const uint8_t *skip, const int64_t *slots,
                int64_t size, const int64_t *seq_at, int64_t m, int64_t *o_seq, double *o_key) {
     if (m < 0) return E_TYPE;
@@ -739,6 +740,9 @@ int64_t cm_top(int64_t n, const double *key, const uint8_t *skip, const int64_t 
     int64_t held = 0;
     for (int64_t i = 0; i < n && m > 0; i++) {
         if (skip && skip[i]) continue;
+        /* a row below a full heap's last cannot enter: its seq is not read (a random access
+         * into seq_at, a cache miss per row in a large namespace) */
+        if (held == m && key[i] < heap[0].key) continue;
         int64_t slot = slots[i];
         if (slot < 0 || slot >= size) {
             free(heap);
