@@ -70,6 +70,16 @@ _BIG_SHIFT = 1.0  # tag-only matches rank after every other match (see ranking.r
 # Narrowing reads the rare lists sparsely (sorting their union); once they hold more than
 # 1/_SPARSE_SHARE of the namespace's size in postings, one dense pass over it is cheaper.
 _SPARSE_SHARE = 4
+# A pass no doubling check decided (see _checks) scored every memory its lists reach: 75 of 400
+# passes of 200 queries at 100k. The first lists whose rest an earlier pass's floor beats then
+# decide instead, if they hold at most 1/_FLOOR_SHARE of the namespace's size in postings (their
+# union is probed in the long lists). Same process, the variants in turn query by query, min of
+# 2, select() CPU ms per recall, 200 queries at 100k / 150 at 1M: no floor check 1.624 / 15.32;
+# share 1/16 1.415 / 14.98; 1/4 1.448 / 15.31; 1/4 and, when no floor decides, a check of the
+# lists within the share with the best candidates' exact scores 1.418 / 16.09. In its turn
+# (not last) the floor's check came before a doubling check whose theta, from more lists, left
+# ten times fewer candidates to probe: some queries 1 ms slower at 100k.
+_FLOOR_SHARE = 16
 
 _numpy: Any = None
 
@@ -629,9 +639,7 @@ def _compiled_narrowed(
     rest = [every[0]] + [every[taken] for _, taken in units]  # rest[u]: units u.. add at most
     probe = functools.partial(_probed_theta, view, described, weights, scorer, k, admitted)
     # the same share of the namespace as NumPy's: 1 instead of 4 measured x1.009 (100k A/B)
-    for u in _checks(
-        view, [size for size, _ in units], rest, scorer, floor, last=False, probing=True
-    ):
+    for u in _checks(view, [size for size, _ in units], rest, scorer, floor, last=False):
         taken = units[u][1]
         cand, partial, _ = _from_kernel(kernel.accumulate(view, described, weights, lists=taken))
         reach = _reachable(view, partial, cand, cfg, scorer, k, admitted, floor, rest[u + 1], probe)
@@ -825,7 +833,7 @@ def _narrowed(
 
 def _checks(
     view: ArrayView, sizes: Sequence[int], rest: Sequence[float], scorer: FastScorer,
-    floor: float, *, last: bool, probing: bool = False,
+    floor: float, *, last: bool,
 ) -> Iterator[int]:  # fmt: skip
     """The numbers ``i`` of the lists (by ascending ``sizes``) after which narrowing checks
     whether lists ``..i`` decide: before a list at least twice as long as the last, once a
@@ -834,15 +842,9 @@ def _checks(
     scoring every memory the lists reach is cheaper; the caller finds the generator ended).
 
     Last, when none of those decided: the first ``i`` whose rest the ``floor`` alone beats
-    (an earlier pass's k-th best), a check that cannot fail; else, with ``probing`` (the
-    caller's checks probe the best candidates' exact scores, see :func:`_probed_theta`), the
-    last ``i`` within the share, where the probe's theta may beat the rest. Only when the
-    doubling checks did not decide: at 100k the floor's check in its turn came before the
-    doubling check after it, whose theta (from more lists) leaves far fewer candidates to
-    probe, and cost some queries 1 ms. Passes at 100k scored densely instead: 75 of 400
-    (200 queries), 44 with the floor's check, 10 with the probe's too.
-    """
-    prior_max, taken, fallback, latest, tried = scorer.prior_max, 0, None, None, None
+    (an earlier pass's k-th best), a check that cannot fail, if lists ``..i`` hold at most
+    1/_FLOOR_SHARE of the namespace's size (see there)."""
+    prior_max, taken, fallback = scorer.prior_max, 0, None
     for i, size in enumerate(sizes):
         taken += size
         if taken > view.size // _SPARSE_SHARE:
@@ -851,18 +853,15 @@ def _checks(
             if last:
                 yield i
             break
-        latest = i
-        if fallback is None and rest[i + 1] + prior_max < floor - _EPSILON:
-            fallback = i
+        if fallback is None and taken <= view.size // _FLOOR_SHARE:
+            if rest[i + 1] + prior_max < floor - _EPSILON:
+                fallback = i
         if sizes[i + 1] >= 2 * size and rest[i + 1] + prior_max < max(
             rest[0] - rest[i + 1] + prior_max, floor
         ):  # a longer list next, and theta could beat the rest
-            tried = i
             yield i
     if fallback is not None:
         yield fallback
-    elif probing and latest is not None and latest != tried:
-        yield latest
 
 
 class _Reach(NamedTuple):
