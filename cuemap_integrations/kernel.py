@@ -4,6 +4,7 @@
 posting buffers directly: the work of the NumPy mirrors, unions and narrowing in
 :mod:`.arrays`, which stays the reference and the fallback. :func:`evidence` then gives the
 chosen memories their exact evidence (the Python pass's sums, :mod:`.topk`) in one more call.
+:func:`top` orders the best few candidates by score for the walks that pick the k-th best.
 The library is built at install (``hatch_build.py``); without it (no compiler then)
 :func:`available` is False and recall uses the NumPy path. ``CUEMAP_KERNEL=0`` in the
 environment turns the kernel off as well (the tests compare the two paths that way).
