@@ -17,7 +17,7 @@
 
 /* The layout of every argument below: kernel.py refuses a library reporting another one (a
  * stale build next to newer sources). Raise it with any change to an argument or descriptor. */
-#define ABI_VERSION 6
+#define ABI_VERSION 7
 
 int64_t cm_abi_version(void) { return ABI_VERSION; }
 
@@ -379,6 +379,40 @@ static void probe_member(Scratch *s, const List *l, int64_t count, int64_t n,
     }
 }
 
+/* Candidates searched together by probe_batched: their searches' loads are independent, so
+ * the CPU has that many cache misses in flight where one search waits for each of its own. */
+#define BATCH 16
+
+/* probe_member for a list far longer than the candidates (each far from the last in it, so
+ * galloping gains nothing): BATCH candidates at a time binary-searched in lockstep (the same
+ * steps as lower_bound, one halving of all of them at a time), the next step's two possible
+ * probes prefetched. The same postings found, added in candidate order: the same sums. */
+static void probe_batched(Scratch *s, const List *l, int64_t count, int64_t n,
+                          const int64_t *cand_slots, const int64_t *cand_seqs,
+                          const double *length) {
+    int64_t base[BATCH];
+    for (int64_t c0 = 0; c0 < n; c0 += BATCH) {
+        int64_t g = n - c0 < BATCH ? n - c0 : BATCH, left = count;
+        const int64_t *want = cand_seqs + c0;
+        for (int64_t j = 0; j < g; j++) base[j] = 0;
+        while (left > 1) {
+            int64_t half = left / 2, next = (left - half) / 2;
+            for (int64_t j = 0; j < g; j++) {
+                int64_t at = base[j];
+                at = seq_at(l->seqs, l->width, at + half) < want[j] ? at + half : at;
+                base[j] = at;
+                __builtin_prefetch((const char *)l->seqs + (at + next) * l->width);
+            }
+            left -= half;
+        }
+        for (int64_t j = 0; j < g; j++) {
+            int64_t lo = base[j] + (seq_at(l->seqs, l->width, base[j]) < want[j]);
+            if (lo < count && seq_at(l->seqs, l->width, lo) == want[j])
+                add_posting(s, l, lo, want[j], cand_slots[c0 + j], length);
+        }
+    }
+}
+
 /* Cell c's evidence (the score's query-dependent part, arrays.py _evidence) and *jump, what
  * matching the query later would add to it (arrays.py _jump). */
 static double evidence_of(const Cell *c, const Evidence *e, double *jump) {
@@ -497,7 +531,9 @@ static int64_t add_candidates(Scratch *s, int64_t n_lists, const int64_t *list_i
         for (int64_t m = 0; m < li[L_MEMBERS]; m++, mi += MEMBER_INTS) {
             int64_t count = mi[M_COUNT];
             List list = list_of((int32_t)l, li, ld, w, mi);
-            if (count > 8 * c->n) {
+            if (count > 64 * c->n) {
+                probe_batched(s, &list, count, c->n, c->slots, c->seqs, length);
+            } else if (count > 8 * c->n) {
                 probe_member(s, &list, count, c->n, c->slots, c->seqs, length);
             } else {
                 int64_t code = add_marked(s, &list, count, slot_by_seq, n_seqs, length);
@@ -663,4 +699,73 @@ int64_t cm_evidence(int64_t n_lists, const int64_t *list_ints, const double *lis
     }
     free(first);
     return code;
+}
+
+/* A row of cm_top's heap: its key and sequence number (its place in the order). */
+typedef struct {
+    double key;
+    int64_t seq;
+} Ranked;
+
+/* Whether a ranks before b: the larger key first, ties by the smaller seq (a total order: seqs
+ * are distinct). */
+static int before(const Ranked *a, const Ranked *b) {
+    return a->key > b->key || (a->key == b->key && a->seq < b->seq);
+}
+
+/* Restore heap order from node i down (the root is the row that ranks last). */
+static void sift_down(Ranked *heap, int64_t n, int64_t i) {
+    for (;;) {
+        int64_t last = i, l = 2 * i + 1, r = l + 1;
+        if (l < n && before(heap + last, heap + l)) last = l;
+        if (r < n && before(heap + last, heap + r)) last = r;
+        if (last == i) return;
+        Ranked t = heap[i];
+        heap[i] = heap[last], heap[last] = t;
+        i = last;
+    }
+}
+
+/* The best m of the n rows not skipped (skip NULL: none), in order: by key descending, ties
+ * by sequence number (seq_at[slots[i]]) ascending; their seqs and keys written to o_seq and
+ * o_key. A heap of m rows keeps the best so far, its root the one that ranks last: one pass
+ * over the keys, where NumPy's argpartition, gathers and lexsort made a dozen calls and
+ * arrays. Only the slots of rows that may enter the heap are read (and checked). Returns how
+ * many rows are written (min(m, rows not skipped)) or a negative code. */
+int64_t cm_top(int64_t n, const double *key, const uint8_t *skip, const int64_t *slots,
+               int64_t size, const int64_t *seq_at, int64_t m, int64_t *o_seq, double *o_key) {
+    if (m < 0) return E_TYPE;
+    Ranked *heap = malloc((size_t)(m > 0 ? m : 1) * sizeof *heap);
+    if (!heap) return E_MEMORY;
+    int64_t held = 0;
+    for (int64_t i = 0; i < n && m > 0; i++) {
+        if (skip && skip[i]) continue;
+        /* a row below a full heap's last cannot enter: its seq is not read (a random access
+         * into seq_at, a cache miss per row in a large namespace) */
+        if (held == m && key[i] < heap[0].key) continue;
+        int64_t slot = slots[i];
+        if (slot < 0 || slot >= size) {
+            free(heap);
+            return E_SLOT;
+        }
+        Ranked row = {key[i], seq_at[slot]};
+        if (held < m) { /* sift up */
+            int64_t at = held++;
+            while (at > 0 && before(heap + (at - 1) / 2, &row)) {
+                heap[at] = heap[(at - 1) / 2];
+                at = (at - 1) / 2;
+            }
+            heap[at] = row;
+        } else if (before(&row, heap)) {
+            heap[0] = row;
+            sift_down(heap, held, 0);
+        }
+    }
+    for (int64_t left = held; left > 0; left--) { /* the last-ranked out first: fill backwards */
+        o_seq[left - 1] = heap[0].seq, o_key[left - 1] = heap[0].key;
+        heap[0] = heap[left - 1];
+        sift_down(heap, left - 1, 0);
+    }
+    free(heap);
+    return held;
 }

@@ -4,6 +4,7 @@
 posting buffers directly: the work of the NumPy mirrors, unions and narrowing in
 :mod:`.arrays`, which stays the reference and the fallback. :func:`evidence` then gives the
 chosen memories their exact evidence (the Python pass's sums, :mod:`.topk`) in one more call.
+:func:`top` orders the best few candidates by score for the walks that pick the k-th best.
 The library is built at install (``hatch_build.py``); without it (no compiler then)
 :func:`available` is False and recall uses the NumPy path. ``CUEMAP_KERNEL=0`` in the
 environment turns the kernel off as well (the tests compare the two paths that way).
@@ -34,11 +35,12 @@ if TYPE_CHECKING:
     from .arrays import ArrayView
 
 __all__ = [
-    "ABI_VERSION", "KernelError", "KernelSums", "RawEvidence", "Refine", "Scratch", "accumulate",
-    "available", "describe", "enabled", "evidence", "load", "union_size",
+    "ABI_VERSION", "KernelError", "KernelSums", "RawEvidence", "Refine", "Scratch", "Top",
+    "accumulate", "available", "describe", "enabled", "evidence", "load", "top",
+    "union_size",
 ]  # fmt: skip
 
-ABI_VERSION = 6  # the argument layout _kernel.c implements (its ABI_VERSION)
+ABI_VERSION = 7  # the argument layout _kernel.c implements (its ABI_VERSION)
 # Every memory the lists reach is summed this many sequence numbers at a time (all lists for
 # one block, then the next; the same floats): a block's 32-byte cells, lengths and seq -> slot
 # entries (400 KB) stay in a core's L2 cache here (2 MB) while each list adds to them. CPU ms
@@ -98,6 +100,8 @@ def _declared(lib: Any) -> Any:
     lib.cm_union_size.restype = i64
     lib.cm_evidence.argtypes = [i64, ptr, ptr, ptr, i64, ptr, i64, ptr, ptr, ptr, ptr]
     lib.cm_evidence.restype = i64
+    lib.cm_top.argtypes = [i64, ptr, ptr, ptr, i64, ptr, i64, ptr, ptr]
+    lib.cm_top.restype = i64
     return lib
 
 
@@ -142,6 +146,7 @@ class Scratch:
         self.outputs: tuple[Any, Any, Any, Any] = ((), (), (), ())
         self.output_addresses: tuple[int, ...] = ()
         self._view: tuple[Any, Any, int, int] | None = None
+        self._seqs: tuple[Any, int] | None = None
 
     def output(self, rows: int) -> tuple[Any, Any, Any, Any]:
         """Slot, evidence, jump and tag-only arrays of at least ``rows`` rows (made once; their
@@ -163,6 +168,14 @@ class Scratch:
             seqs, length = view.slot_by_seq, view.length
             held = self._view = (seqs, length, seqs.ctypes.data, length.ctypes.data)
         return held[2], held[3]
+
+    def seq_address(self, view: ArrayView) -> int:
+        """The address of the view's slot -> seq map, asked again only when the view has
+        made it anew (as :meth:`view_addresses`)."""
+        held = self._seqs
+        if held is None or held[0] is not view.seq_at:
+            held = self._seqs = (view.seq_at, view.seq_at.ctypes.data)
+        return held[1]
 
 
 class KernelSums(NamedTuple):
@@ -352,6 +365,67 @@ def evidence(
     return RawEvidence(raw, held.tobytes())
 
 
+class Top(NamedTuple):
+    """What :func:`top` found: the best rows' sequence numbers and keys, best first."""
+
+    seqs: array[int]
+    keys: array[float]
+
+
+def top(view: ArrayView, slots: Any, key: Any, m: int, skip: Any = None) -> Top:
+    """The best ``m`` rows by ``key`` (float64, one per slot of ``slots``, int64) leaving out
+    those ``skip`` (a bool array, or None) marks: by key descending, ties by sequence number
+    ascending, as ``np.lexsort((seqs, -key))`` orders them (one C call).
+
+    Raises:
+        KernelError: arrays of other types or lengths, or a slot outside the view.
+    """
+    n = len(slots)
+    if len(key) != n or (skip is not None and len(skip) != n):
+        raise KernelError(f"{n} slots but {len(key)} keys")
+    m = max(0, min(int(m), n))
+    seqs, keys = array("q", bytes(8 * m)), array("d", bytes(8 * m))
+    found = _checked(
+        _library().cm_top(
+            n, _address(key, "<f8"), None if skip is None else _address(skip, "|b1"),
+            _address(slots, "<i8"), _view_size(view), view.scratch().seq_address(view), m,
+            seqs.buffer_info()[0], keys.buffer_info()[0],
+        )
+    )  # fmt: skip
+    if found < m:
+        del seqs[found:], keys[found:]
+    return Top(seqs, keys)
+
+
+def _address(held: Any, dtype: str) -> int:
+    """The address of a contiguous NumPy array of ``dtype`` (its ``dtype.str``)."""
+    if held.dtype.str != dtype or not held.flags.c_contiguous:
+        got = f"{'a' if held.flags.c_contiguous else 'a strided'} {held.dtype.str} one"
+        raise KernelError(f"the kernel takes a contiguous {dtype} array, not {got}")
+    return _data(held)
+
+
+_BYTE = ctypes.c_char
+
+
+def _data(held: Any) -> int:
+    """The address of a contiguous NumPy array's data, through the buffer protocol: 0.8 us
+    where ``.ctypes.data`` took 3.3 (it builds a helper object), and a recall asks about
+    twenty. ``.ctypes.data`` still for an array that exports no writable buffer of a byte or
+    more (an empty or read-only one)."""
+    try:
+        return ctypes.addressof(_BYTE.from_buffer(held))
+    except (TypeError, ValueError, BufferError):
+        return int(held.ctypes.data)
+
+
+def _view_size(view: ArrayView) -> int:
+    """The view's memories, once its per-slot arrays are sure to hold that many."""
+    if len(view.seq_at) < view.size:
+        raise KernelError(f"{view.size} memories but a shorter slot -> seq map")
+    return int(view.size)
+
+
 def _slots(view: ArrayView, scratch: Scratch) -> int:
     """The bound C checks every slot against: the view's memories, once it is sure that the
     scratch and the per-slot lengths hold that many."""
@@ -372,7 +446,7 @@ def _refined(
         raise KernelError("refining takes a contiguous float64 base per candidate")
     if len(refine.rest) < lists + 1 or refine.start < 0:
         raise KernelError(f"refining {lists} lists takes {lists + 1} rest bounds and a start >= 0")
-    return base.ctypes.data, array("d", refine.rest), float(refine.cut), int(refine.start)
+    return _data(base), array("d", refine.rest), float(refine.cut), int(refine.start)
 
 
 def _int64s(arrays: tuple[Any, Any], count: int) -> tuple[int, int]:
@@ -381,7 +455,7 @@ def _int64s(arrays: tuple[Any, Any], count: int) -> tuple[int, int]:
     for held in arrays:
         if held.dtype.str != "<i8" or not held.flags.c_contiguous or len(held) != count:
             raise KernelError("candidates must be two contiguous int64 arrays of equal length")
-        addresses.append(held.ctypes.data)
+        addresses.append(_data(held))
     return addresses[0], addresses[1]
 
 

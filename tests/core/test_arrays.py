@@ -507,3 +507,23 @@ def test_array_priors_equal_the_scorers_memory_by_memory(types, recency: float) 
     got = arrays._priors(view, cand, scorer)
     expected = [scorer.prior(int(view.seq_at[slot])) for slot in cand]
     assert got.tolist() == pytest.approx(expected, rel=1e-12, abs=1e-15)
+
+
+def test_checks_try_the_floors_check_last_within_its_share() -> None:
+    """_checks yields its doubling checks first; then, last, the first list whose rest the
+    floor alone beats (it cannot fail) if the lists up to it hold at most 1/_FLOOR_SHARE of the
+    namespace's size; nothing once the lists pass the share."""
+    view, scorer = SimpleNamespace(size=1600), SimpleNamespace(prior_max=0.5)
+    sizes = [5, 6, 20, 21, 22, 30, 50]
+    rest = [30.0, 28.0, 12.0, 9.0, 6.0, 4.0, 2.0, 0.0]
+
+    def checks(floor: float) -> list[int]:
+        return list(arrays._checks(view, sizes, rest, scorer, floor, last=False))
+
+    assert checks(-math.inf) == [1]  # 20 >= 2 * 6, and 30 - 12 + 0.5 beats 12 + 0.5
+    assert checks(8.0) == [1, 3]  # 6 + 0.5 < 8: lists ..3 decide, 52 <= 1600 // 16 postings
+    assert checks(5.0) == [1, 4]  # 4 + 0.5 < 5: ..4, 74 postings
+    view.size = 1000  # 74 > 1000 // 16: too many postings for the floor's check
+    assert checks(5.0) == [1]
+    view.size = 40  # lists ..1 hold 11 > 40 // 4 postings: no check at all
+    assert checks(16.0) == []

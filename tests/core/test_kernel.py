@@ -7,6 +7,7 @@ them."""
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import shutil
@@ -561,3 +562,97 @@ def test_refining_drops_candidates_and_probing_raises_theta(
         by_arrays(long_lists, "alpha beta " + " ".join(query), k)
     assert calls and sum(given - kept for given, kept in calls) > 0
     assert any(probed)
+
+
+@pytest.fixture(scope="module")
+def viewed() -> tuple[CueMap, arrays.ArrayView]:
+    """A store of 400 memories of several types and ages, and its array view."""
+    cm = _store(2, 400)
+    return cm, arrays.view_of(cm._indexes["default"])
+
+
+def _lexsorted(view: arrays.ArrayView, slots: Any, key: Any, skip: Any) -> tuple[list, list]:
+    """The seqs and keys of the rows not skipped, as NumPy orders them (the reference)."""
+    np = arrays._np()
+    kept = np.flatnonzero(~skip) if skip is not None else np.arange(len(slots))
+    seqs = view.seq_at[slots[kept]]
+    order = np.lexsort((seqs, -key[kept]))
+    return seqs[order].tolist(), key[kept][order].tolist()
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    keys=st.lists(st.sampled_from([-math.inf, -1.0, 0.0, 0.5, 1.0, 1.0 + 1e-12, 2.0, 3.5]),
+                  max_size=120),
+    m=st.integers(0, 130),
+    skipping=st.booleans(),
+    seed=st.integers(0, 2**16),
+)  # fmt: skip
+def test_top_is_the_best_rows_in_lexsort_order(
+    viewed: tuple[CueMap, arrays.ArrayView], keys: list[float], m: int, skipping: bool, seed: int
+) -> None:
+    """kernel.top gives the first m rows of np.lexsort((seqs, -key)) of the rows not skipped
+    (ties, and only ties, ordered by sequence number)."""
+    _, view = viewed
+    np, rnd = arrays._np(), random.Random(seed)
+    slots = np.array(rnd.sample(range(view.size), len(keys)), dtype=np.int64)
+    key = np.array(keys, dtype=np.float64)
+    skip = np.array([rnd.random() < 0.3 for _ in keys], dtype=bool) if skipping else None
+    seqs, ordered = _lexsorted(view, slots, key, skip)
+    best = kernel.top(view, slots, key, m, skip)
+    assert (list(best.seqs), list(best.keys)) == (seqs[:m], ordered[:m])
+
+
+def test_top_refuses_slots_outside_the_view_and_other_types(
+    viewed: tuple[CueMap, arrays.ArrayView],
+) -> None:
+    _, view = viewed
+    np = arrays._np()
+    with pytest.raises(kernel.KernelError, match="slot"):
+        kernel.top(view, np.array([0, view.size]), np.zeros(2), 2)
+    with pytest.raises(kernel.KernelError, match="contiguous"):
+        kernel.top(view, np.array([0, 1], dtype=np.int32), np.zeros(2), 2)
+    with pytest.raises(kernel.KernelError, match="slots but"):
+        kernel.top(view, np.array([0, 1]), np.zeros(3), 2)
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    keys=st.lists(st.sampled_from([-2.0, 0.0, 0.5, 0.5 - 1e-10, 0.5 + 1e-10, 1.0, 1.0 - 5e-10, 3.0]),
+                  max_size=150),
+    k=st.integers(1, 12),
+    admitted_share=st.sampled_from([0.0, 0.05, 0.3, 1.0]),
+    skipping=st.booleans(),
+    seed=st.integers(0, 2**16),
+)  # fmt: skip
+def test_the_kernels_walk_and_kth_are_numpys(
+    viewed: tuple[CueMap, arrays.ArrayView], keys: list[float], k: int, admitted_share: float,
+    skipping: bool, seed: int,
+) -> None:  # fmt: skip
+    """arrays._walk and arrays._kth through the kernel (the best block ordered in C, blocks
+    grown until the k-th admitted and its near-ties) give the NumPy path's survivors, in
+    order, and k-th best value, whatever share of the candidates is admitted."""
+    _, view = viewed
+    np, rnd = arrays._np(), random.Random(seed)
+    slots = np.array(rnd.sample(range(view.size), len(keys)), dtype=np.int64)
+    key = np.array(keys, dtype=np.float64)
+    skip = np.array([rnd.random() < 0.3 for _ in keys], dtype=bool) if skipping else None
+    allowed = {int(view.seq_at[s]) for s in slots if rnd.random() < admitted_share}
+
+    def admitted(seq: int) -> bool:
+        return seq in allowed
+
+    walked, kth = (
+        arrays._walk(view, slots, key, k, admitted),
+        arrays._kth(view, slots, key, k, admitted, skip),
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CUEMAP_KERNEL", "0")
+        expected_walk = arrays._walk(view, slots, key, k, admitted)
+        expected_kth = arrays._kth(view, slots, key, k, admitted, skip)
+    assert list(walked) == list(expected_walk)
+    assert kth == expected_kth
