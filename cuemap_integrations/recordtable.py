@@ -1,12 +1,13 @@
-"""The store's memory records, packed: one small tuple per memory, a record made on access.
+"""The store's memory records, packed: a few column slots per memory, a record made on access.
 
 A :class:`~cuemap_integrations.records.MemoryRecord` held for every memory costs about 300 bytes
 beyond its strings: the dataclass and its instance dict, a ``datetime`` per timestamp, an empty
-metadata dict. :class:`RecordTable` keeps a :class:`Row` instead (about 140 bytes): the fields
-most memories set, a POSIX timestamp for ``created_at``, and only the other fields that differ
-from their default. Reading a record builds it from its row without validating it again (it was
-validated when stored). Filters and scoring read the few fields they need from the row itself
-(:meth:`RecordTable.row`), so ranking many candidates builds no records.
+metadata dict. :class:`RecordTable` keeps the fields of a :class:`Row` instead, in columns by
+``seq`` (about 44 bytes): the fields most memories set, a POSIX timestamp for ``created_at``,
+and only the other fields that differ from their default. Reading a record builds it from its
+row without validating it again (it was validated when stored). Filters and scoring read the few
+fields they need from the row itself (:meth:`RecordTable.row`, a tuple made from the columns),
+so ranking many candidates builds no records.
 
 Example:
     >>> from datetime import datetime, timezone
@@ -26,7 +27,7 @@ from collections.abc import Iterable, Iterator, MutableMapping
 from dataclasses import MISSING, fields
 from datetime import datetime, timezone
 from itertools import chain, compress, repeat
-from operator import attrgetter, is_not
+from operator import is_not
 from typing import Any, NamedTuple, Protocol
 
 from .records import CueOrigin, JSONValue, MemoryRecord, MemoryType
@@ -65,22 +66,80 @@ Kind = tuple[MemoryType, str | None, str, CueOrigin, tuple[str, ...] | None]
 
 
 class Row(NamedTuple):
-    """One memory, packed. ``kind`` is ``(type, source, namespace, cue_origin, metadata
-    names)``, one tuple shared by every row with the same five (a store has a handful of
-    combinations: its memories' metadata mostly has the same names). ``metadata`` holds only
-    the values of those names: the one value itself when there is one name (no tuple: 56 bytes
-    less per memory, membreak.py 100000), else a tuple of them (None when there is none); in a
-    row whose kind is not shared (names None), a flat ``(name, value, ...)`` tuple.
-    ``extra`` is a flat ``(name, value, name, value...)`` tuple (a tuple is smaller than a
-    dict) of the fields in :data:`_EXTRA` that differ from their default (usually none)."""
+    """One memory, packed: a view of its :class:`RecordTable`'s columns at ``seq``.
+
+    ``memory_id`` and ``extra``, which filters read of every recall candidate, are read when
+    the row is made; the other fields are read from the columns when asked, so making a row
+    touches little more memory than reading the one tuple per memory a table used to keep
+    (making all seven fields touched each column and object: 1.7 us a row against 0.5, at
+    random among 100,000 memories). Read a row's fields before changing its memory.
+
+    ``kind`` is ``(type, source, namespace, cue_origin, metadata names)``, one tuple shared by
+    every row with the same five (a store has a handful of combinations: its memories'
+    metadata mostly has the same names). ``metadata`` holds only the values of those names:
+    the one value itself when there is one name (no tuple: 56 bytes less per memory,
+    membreak.py 100000), else a tuple of them (None when there is none); in a row whose kind
+    is not shared (names None), a flat ``(name, value, ...)`` tuple. ``extra`` is a flat
+    ``(name, value, name, value...)`` tuple (a tuple is smaller than a dict) of the fields in
+    :data:`_EXTRA` that differ from their default (usually none). Two rows are equal when
+    these fields are (:meth:`fields`)."""
 
     memory_id: str
-    content: str
-    cues: tuple[str, ...]
-    kind: Kind
-    stamp: float | datetime  # created_at: POSIX seconds when they convert back exactly
-    metadata: Any  # the values of the names in kind[4], or a flat tuple (see above)
     extra: tuple[Any, ...]
+    seq: int
+    table: RecordTable
+
+    @property
+    def content(self) -> str:
+        """The memory's content."""
+        return self.table._contents[self.seq]  # type: ignore[return-value]  # a row's: a str
+
+    @property
+    def cues(self) -> tuple[str, ...]:
+        """The memory's cues (interned strings)."""
+        return self.table._cues[self.seq]  # type: ignore[return-value]  # a row's: a tuple
+
+    @property
+    def kind(self) -> Kind:
+        """``(type, source, namespace, cue_origin, metadata names)`` (see above)."""
+        table, seq = self.table, self.seq
+        code = table._codes[seq]
+        return table._kinds[code] if code != _OWN_KIND else table._own_kinds[seq]
+
+    @property
+    def stamp(self) -> float | datetime:
+        """``created_at``: POSIX seconds when they convert back exactly, else the datetime."""
+        stamp = self.table._stamps[self.seq]
+        return stamp if stamp == stamp else self.table._dates[self.seq]  # NaN: a datetime
+
+    @property
+    def metadata(self) -> Any:
+        """The values of the names in ``kind[4]``, or a flat tuple (see above)."""
+        return self.table._metadata[self.seq]
+
+    def fields(self) -> tuple[Any, ...]:
+        """``(memory_id, content, cues, kind, stamp, metadata, extra)``."""
+        memory_id, extra, seq, table = self
+        code, stamp = table._codes[seq], table._stamps[seq]
+        return (
+            memory_id, table._contents[seq], table._cues[seq],
+            table._kinds[code] if code != _OWN_KIND else table._own_kinds[seq],
+            stamp if stamp == stamp else table._dates[seq],  # NaN: a datetime
+            table._metadata[seq], extra,
+        )  # fmt: skip
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Row):
+            return self.fields() == other.fields()
+        return NotImplemented
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __repr__(self) -> str:
+        names = ("memory_id", "content", "cues", "kind", "stamp", "metadata", "extra")
+        shown = ", ".join(f"{n}={v!r}" for n, v in zip(names, self.fields(), strict=True))
+        return f"Row({shown})"
 
     @property
     def type(self) -> MemoryType:
@@ -139,9 +198,6 @@ class Row(NamedTuple):
         return expires is not None and expires <= now
 
 
-_STAMP = attrgetter("stamp")
-
-
 def _extra_rank(item: tuple[str, Any]) -> int:
     return _EXTRA_RANK[item[0]]
 
@@ -174,8 +230,8 @@ def _stamp(when: datetime) -> float | datetime:
     return seconds if exact and when.tzinfo is timezone.utc and not when.fold else when
 
 
-def pack(record: MemoryRecord, kinds: dict[tuple[Any, ...], Any]) -> Row:
-    """The row of ``record`` (namespace and source strings shared between rows)."""
+def _packed(record: MemoryRecord, kind: Kind) -> tuple[Any, ...]:
+    """The fields of :func:`pack`'s row of ``record``, whose kind is ``kind``."""
     values = record.__dict__  # every field, read without an attribute lookup each
     created, updated = values["created_at"], values["updated_at"]
     extra: list[Any] = [] if updated == created else ["updated_at", updated]
@@ -183,35 +239,38 @@ def pack(record: MemoryRecord, kinds: dict[tuple[Any, ...], Any]) -> Row:
         value = values[name]
         if value != default:
             extra += (name, value)
-    kind = _kind(record, kinds)
     metadata = _values(record.metadata) if kind[4] is not None else _flat(record.metadata)
-    return tuple.__new__(Row, (  # Row's own __new__ is a Python function: this is the hot path
+    return (
         record.memory_id, record.content, interned(record.cues), kind,
         _stamp(created), metadata, tuple(extra),
-    ))  # fmt: skip
+    )  # fmt: skip
 
 
 _KINDS_SHARED = 4096  # distinct kinds a table shares (past that, as when every source differs,
 # sharing would save nothing: a row keeps its own)
 
 
-def _kind(record: MemoryRecord, kinds: dict[tuple[Any, ...], Any]) -> Kind:
-    """The row's ``kind`` of ``record``: the equal one in ``kinds`` (added if there is room).
-    A kind that is not shared (one holding a str subclass, equal to a plain string's, or past
-    the table's room) has None for the metadata names: its row keeps them beside the values
-    in a flat tuple, as a kind of its own holding them would cost more than it saves."""
+def _kind(record: MemoryRecord, codes: dict[Kind, int], kinds: list[Kind]) -> tuple[Kind, int]:
+    """The row's ``kind`` of ``record`` and its code: the equal one of ``kinds`` and its
+    position there (added if there is room; ``codes`` maps each to its position). A kind that
+    is not shared (one holding a str subclass, equal to a plain string's, or past the table's
+    room) has the code :data:`_OWN_KIND` and None for the metadata names: its row keeps them
+    beside the values in a flat tuple, as a kind of its own holding them would cost more than
+    it saves."""
     names = tuple(record.metadata)
     kind = (record.type, record.source, record.namespace, record.cue_origin, names)
     plain = type(record.namespace) is str and type(record.source) in _PLAIN
     if plain and all(type(name) is str for name in names):
-        shared = kinds.get(kind)
-        if shared is None and len(kinds) < _KINDS_SHARED:
-            shared = kinds[kind] = kind
-        if shared is not None:
-            return shared  # type: ignore[no-any-return]
-    return (*kind[:4], None)
+        code = codes.get(kind)
+        if code is None and len(kinds) < _KINDS_SHARED:
+            code = codes[kind] = len(kinds)
+            kinds.append(kind)
+        if code is not None:
+            return kinds[code], code
+    return (*kind[:4], None), _OWN_KIND
 
 
+_OWN_KIND = 0xFFFF  # the kind code of a row whose kind is not shared (more than _KINDS_SHARED)
 _PLAIN = (str, type(None))
 
 
@@ -230,60 +289,79 @@ def _values(metadata: dict[str, JSONValue]) -> Any:
 
 def unpack(row: Row) -> MemoryRecord:
     """The record ``row`` was packed from."""
-    created = row.created_at
+    memory_id, content, cues, kind, stamp, metadata, extra = row.fields()  # each read once
+    created = stamp if isinstance(stamp, datetime) else datetime.fromtimestamp(stamp, timezone.utc)
     values: dict[str, Any] = {
-        "memory_id": row.memory_id, "content": row.content, "created_at": created,
-        "updated_at": created, "cues": row.cues, "tags": (), "type": row.type,
-        "source": row.source, "namespace": row.namespace, "last_accessed": None,
+        "memory_id": memory_id, "content": content, "created_at": created,
+        "updated_at": created, "cues": cues, "tags": (), "type": kind[0],
+        "source": kind[1], "namespace": kind[2], "last_accessed": None,
         "access_count": 0, "expires_at": None, "supersedes": None, "superseded_by": None,
         "superseded_at": None, "key": None,
-        "metadata": _metadata(row), "cue_origin": row.cue_origin,
+        "metadata": _metadata(kind[4], metadata), "cue_origin": kind[3],
     }  # fmt: skip
-    extra = row.extra
     if extra:
         values.update(zip(extra[::2], extra[1::2], strict=True))
     return MemoryRecord._unchecked(values)
 
 
-def _metadata(row: Row) -> dict[str, Any]:
-    """The metadata dict of ``row``: the names in its kind with their values (or its flat
-    tuple of both, when its kind is not shared)."""
-    names, metadata = row.kind[4], row.metadata
+def _metadata(names: tuple[str, ...] | None, metadata: Any) -> dict[str, Any]:
+    """The metadata dict of a row whose kind has these metadata ``names`` and whose
+    ``metadata`` is this (the values of those names, or a flat tuple of names and values when
+    its kind is not shared: ``names`` None)."""
     if names is None:
         return {} if metadata is None else dict(zip(metadata[::2], metadata[1::2], strict=True))
     if len(names) == 1:
-        return {names[0]: row.metadata}
-    return dict(zip(names, row.metadata, strict=True)) if names else {}
+        return {names[0]: metadata}
+    return dict(zip(names, metadata, strict=True)) if names else {}
 
 
 class RecordTable(MutableMapping[int, MemoryRecord]):
     """``seq -> MemoryRecord``, stored as packed rows, in insertion order like a dict.
 
-    The rows are a list indexed by ``seq`` (a hole is None), not a dict: sequence numbers are
-    the store's rowids, dense from 1, and a list slot costs 8 bytes where a dict entry cost
-    about 52 (membreak.py 100000). Insertion order, which a dict kept, is the ascending order
-    of seqs unless an older seq was inserted again (a re-indexed memory goes last), and only
-    then does iterating sort: from then on, by each seq's insertion number (8 bytes more, kept
-    only from then on: :func:`insertion_numbers`). A deleted memory's slot stays (8 bytes, 16
-    with its number; after reopening too: rowids stay).
+    A row is not kept as a :class:`Row` tuple but as one slot in each of a few columns indexed
+    by ``seq`` (:meth:`row` builds the tuple when asked): its id, content, cue tuple and
+    metadata values (lists: 8 bytes each), its kind's code (``array("H")``, 2 bytes), its
+    ``created_at`` stamp (``array("d")``, 8 bytes; NaN when the stamp is a ``datetime``, kept in
+    a dict), and its ``extra`` fields (a dict by seq, holding only the rows that have some).
+    About 44 bytes a memory where a list slot, the Row tuple and its float stamp cost 136
+    (bench scale's bytes at 100,000 memories: 992 -> ~900 per memory).
+
+    Sequence numbers are the store's rowids, dense from 1, so the columns are indexed by
+    ``seq`` (a hole has None for its id) rather than keyed in a dict. Insertion order, which a
+    dict kept, is the ascending order of seqs unless an older seq was inserted again (a
+    re-indexed memory goes last), and only then does iterating sort: from then on, by each
+    seq's insertion number (8 bytes more, kept only from then on: :func:`insertion_numbers`).
+    A deleted memory's slots stay (after reopening too: rowids stay).
 
     The last :data:`RECENT` records read are kept built: one recall reads its hits in each of
     its passes, then again for notes and access counts."""
 
     __slots__ = (
-        "_count", "_inserted", "_kinds", "_order", "_recent", "_rows", "_top"
+        "_codes", "_contents", "_count", "_cues", "_dates", "_extra", "_ids", "_inserted",
+        "_kind_codes", "_kinds", "_metadata", "_order", "_own_kinds", "_recent", "_stamps",
+        "_top",
     )  # fmt: skip
 
     RECENT = 1024
 
     def __init__(self) -> None:
-        self._rows: list[Row | None] = []  # by seq
+        # the columns, by seq (see the class docstring)
+        self._ids: list[str | None] = []  # None: no row
+        self._contents: list[str | None] = []
+        self._cues: list[tuple[str, ...] | None] = []
+        self._metadata: list[Any] = []
+        self._codes = array("H")  # the position of the row's kind in _kinds, or _OWN_KIND
+        self._stamps = array("d")  # created_at as POSIX seconds; NaN: a datetime in _dates
+        self._dates: dict[int, datetime] = {}
+        self._extra: dict[int, tuple[Any, ...]] = {}  # only the rows whose extra is not empty
+        self._own_kinds: dict[int, Kind] = {}  # the kind of a row whose code is _OWN_KIND
         self._order: array[int] | None = None  # by seq: its insertion number, once not ascending
         self._inserted = 0  # the next insertion number (while _order is kept)
         self._top = -1  # the largest seq ever inserted
         self._count = 0
         self._recent: dict[int, MemoryRecord] = {}  # oldest first
-        self._kinds: dict[tuple[Any, ...], Any] = {}  # kind -> itself, shared by rows
+        self._kinds: list[Kind] = []  # the shared kinds, by code
+        self._kind_codes: dict[Kind, int] = {}  # a shared kind -> its code
 
     def __getitem__(self, seq: int) -> MemoryRecord:
         record = self._recent.get(seq)
@@ -295,35 +373,61 @@ class RecordTable(MutableMapping[int, MemoryRecord]):
         return record
 
     def __setitem__(self, seq: int, record: MemoryRecord) -> None:
-        row = pack(record, self._kinds)
-        rows = self._rows
-        if not 0 <= seq < len(rows):
+        kind, code = _kind(record, self._kind_codes, self._kinds)
+        memory_id, content, cues, _, stamp, metadata, extra = _packed(record, kind)
+        ids = self._ids
+        if not 0 <= seq < len(ids):
             self._grow(seq)
-        if rows[seq] is None:  # a new key goes last, as in a dict
+        if ids[seq] is None:  # a new key goes last, as in a dict
             if seq > self._top:
                 self._top = seq
             elif self._order is None:  # iterating sorts from now on
-                self._order, self._inserted = insertion_numbers(len(rows))
+                self._order, self._inserted = insertion_numbers(len(ids))
             if self._order is not None:
                 self._order[seq] = self._inserted
                 self._inserted += 1
             self._count += 1
-        rows[seq] = row
+        ids[seq], self._contents[seq], self._cues[seq] = memory_id, content, cues
+        self._metadata[seq], self._codes[seq] = metadata, code
+        self._set_stamp(seq, stamp)
+        self._set_held(self._own_kinds, seq, kind if code == _OWN_KIND else None)
+        self._set_held(self._extra, seq, extra or None)
         self._recent.pop(seq, None)
+
+    def _set_stamp(self, seq: int, stamp: float | datetime) -> None:
+        if isinstance(stamp, datetime):
+            self._stamps[seq] = _NAN
+            self._dates[seq] = stamp
+        else:
+            self._stamps[seq] = stamp
+            if self._dates:
+                self._dates.pop(seq, None)
+
+    @staticmethod
+    def _set_held(held: dict[int, Any], seq: int, value: Any) -> None:
+        """Keep ``value`` for ``seq`` in the sparse column ``held`` (None: nothing kept)."""
+        if value is not None:
+            held[seq] = value
+        elif held:
+            held.pop(seq, None)
 
     def _grow(self, seq: int) -> None:
         """Room for ``seq`` and about an eighth more (not one slot per new memory: bulk ingest
         calls this for each)."""
         if seq < 0:
             raise KeyError(seq)
-        more = max(seq + 1, len(self._rows) + len(self._rows) // 8 + 1024) - len(self._rows)
-        self._rows.extend(repeat(None, more))
-        if self._order is not None:
-            self._order.frombytes(bytes(8 * more))
+        more = max(seq + 1, len(self._ids) + len(self._ids) // 8 + 1024) - len(self._ids)
+        for column in (self._ids, self._contents, self._cues, self._metadata):
+            column.extend(repeat(None, more))
+        for array_column in (self._codes, self._stamps, self._order):
+            if array_column is not None:
+                array_column.frombytes(bytes(array_column.itemsize * more))
 
     def __delitem__(self, seq: int) -> None:
         self.row(seq)  # KeyError if absent
-        self._rows[seq] = None
+        self._ids[seq] = self._contents[seq] = self._cues[seq] = self._metadata[seq] = None
+        for held in (self._dates, self._extra, self._own_kinds):
+            held.pop(seq, None)
         self._count -= 1
         self._recent.pop(seq, None)
 
@@ -335,8 +439,8 @@ class RecordTable(MutableMapping[int, MemoryRecord]):
         return True
 
     def __iter__(self) -> Iterator[int]:
-        rows = self._rows
-        seqs = list(compress(range(len(rows)), map(is_not, rows, repeat(None))))
+        ids = self._ids
+        seqs = list(compress(range(len(ids)), map(is_not, ids, repeat(None))))
         if self._order is not None:
             seqs.sort(key=self._order.__getitem__)
         return iter(seqs)
@@ -346,32 +450,38 @@ class RecordTable(MutableMapping[int, MemoryRecord]):
 
     def rows(self) -> Iterator[tuple[int, Row]]:
         """``(seq, row)`` of every memory, in insertion order."""
-        rows = self._rows
-        return ((seq, rows[seq]) for seq in self)  # type: ignore[misc]  # no hole: see __iter__
+        return ((seq, self.row(seq)) for seq in self)
 
     def row(self, seq: int) -> Row:
         """The packed row of memory ``seq``: its fields, without building a record."""
         try:
-            row = self._rows[seq]
+            memory_id = self._ids[seq]
         except IndexError:
             raise KeyError(seq) from None
-        if row is None or seq < 0:
+        if memory_id is None or seq < 0:
             raise KeyError(seq)
-        return row
+        # Row's own __new__ is a Python function: this is a hot path (see Row)
+        return tuple.__new__(Row, (memory_id, self._extra.get(seq, ()), seq, self))
 
     def accessed(self, seq: int, count: int, when: datetime) -> None:
         """Give memory ``seq`` this access count and last access time (a flush of the counts
-        recalls keep): only its row's ``extra`` is rewritten, to what :func:`pack` writes for
-        the record with them (a count and a time are never their defaults, 0 and None), where
-        building the record and packing it again cost ~7 us a memory, most of a flush."""
+        recalls keep): only its row's ``extra`` is rewritten, to what packing the record with
+        them writes (a count and a time are never their defaults, 0 and None), where building
+        the record and packing it again cost ~7 us a memory, most of a flush."""
         row = self.row(seq)
         held: dict[str, Any] = dict(zip(row.extra[::2], row.extra[1::2], strict=True))
         held.update(access_count=count, last_accessed=when)
         pairs = sorted(held.items(), key=_extra_rank)
-        self._rows[seq] = tuple.__new__(Row, (*row[:-1], tuple(chain.from_iterable(pairs))))
+        self._extra[seq] = tuple(chain.from_iterable(pairs))
         self._recent.pop(seq, None)
 
     def stamps(self, seqs: Iterable[int]) -> list[float | datetime]:
         """The :attr:`Row.stamp` (``created_at``) of each of ``seqs``, read in one C-level pass
-        (no Python call per row)."""
-        return list(map(_STAMP, map(self._rows.__getitem__, seqs)))
+        (no Python call per row) unless some stamp is a ``datetime``."""
+        column, dates = self._stamps, self._dates
+        if not dates:
+            return list(map(column.__getitem__, seqs))
+        return [column[seq] if column[seq] == column[seq] else dates[seq] for seq in seqs]
+
+
+_NAN = float("nan")

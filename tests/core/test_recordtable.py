@@ -270,3 +270,27 @@ def test_the_table_orders_and_holds_memories_as_a_dict_does(
     assert list(table) == list(reference) and len(table) == len(reference)
     assert [(seq, table.row(seq)) for seq in reference] == list(table.rows())
     assert dict(table) == reference and -1 not in table and "1" not in table
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 12), records(), st.booleans()), max_size=30))
+def test_rewritten_and_deleted_rows_leave_nothing_of_their_old_fields(
+    ops: list[tuple[int, MemoryRecord, bool]],
+) -> None:
+    """A row's fields live in columns and side dicts by seq (a datetime stamp, extra fields, a
+    kind of its own): rewriting or deleting a seq must leave none of the old ones, and the
+    stamps read in one pass are the rows' own."""
+    table, reference = RecordTable(), dict[int, MemoryRecord]()
+    for seq, record, delete in ops:
+        if delete and seq in reference:
+            del table[seq], reference[seq]
+        else:
+            table[seq] = reference[seq] = record
+    assert dict(table) == reference
+    seqs = list(reference)
+    assert table.stamps(seqs) == [table.row(seq).stamp for seq in seqs]
+    assert [table.row(seq).created_at for seq in seqs] == [r.created_at for r in reference.values()]
+    fresh = RecordTable()
+    for seq, record in reference.items():
+        fresh[seq] = record
+    assert [table.row(seq) for seq in seqs] == [fresh.row(seq) for seq in seqs]
