@@ -131,7 +131,8 @@ def main() -> None:
         namespace = "locomo" if args.locomo_stores else "default"
         # The process's first full collection walks every object both stores hold (~0.2 s at
         # 100k memories); left to chance it lands in one recall of one tree, and the means say
-        # more about where it landed than about the code. A server pays it once too.
+        # more about where it landed than about the code. A server pays it once too. (A later
+        # full collection can still land in a recall, rarely: the median is the headline.)
         gc.collect()
         report = compare(stores, 20 if args.locomo_stores else args.k, namespace)
     report["workload"] = "locomo conversations" if args.locomo_stores else f"scale {args.size:,}"
