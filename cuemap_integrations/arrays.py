@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import math
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import repeat
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -1126,17 +1126,11 @@ def _walk(
             chosen = np.arange(len(cand))
         seqs = view.seq_at[cand[chosen]]
         order = np.lexsort((seqs, -key[chosen]))
-        survivors: dict[int, None] = {}
-        kth = -math.inf
-        values = key[chosen[order]].tolist()  # Python floats and ints: read one by one below
-        for value, seq in zip(values, seqs[order].tolist(), strict=True):
-            if len(survivors) >= k and value < kth - _EPSILON:
-                return survivors
-            if admitted(seq):
-                survivors[seq] = None
-                if len(survivors) == k:
-                    kth = value
-        if len(chosen) == len(cand) or (len(survivors) >= k and kth >= cut):
+        values = key[chosen[order]].tolist()  # Python floats and ints: read one by one
+        survivors, kth, stopped = _walked_order(
+            zip(seqs[order].tolist(), values, strict=True), k, admitted
+        )
+        if stopped or len(chosen) == len(cand) or (len(survivors) >= k and kth >= cut):
             return survivors  # nothing outside the block is within reach of the k-th
         block *= 4
 
@@ -1153,15 +1147,25 @@ def _compiled_walk(
     block = max(2 * k, k + 16)
     while True:
         best = kernel.top(view, cand, key, block)
-        survivors: dict[int, None] = {}
-        kth = -math.inf
-        for seq, value in zip(best.seqs, best.keys, strict=True):
-            if len(survivors) >= k and value < kth - _EPSILON:
-                return survivors
-            if admitted(seq):
-                survivors[seq] = None
-                if len(survivors) == k:
-                    kth = value
-        if len(best.seqs) < block or block >= len(cand):  # every candidate walked
+        survivors, _, stopped = _walked_order(zip(best.seqs, best.keys, strict=True), k, admitted)
+        if stopped or len(best.seqs) < block or block >= len(cand):  # or every candidate walked
             return survivors
         block *= 4
+
+
+def _walked_order(
+    order: Iterable[tuple[int, float]], k: int, admitted: Callable[[int], bool]
+) -> tuple[dict[int, None], float, bool]:
+    """The admitted of ``order`` (``(seq, key)``, best first) until the k-th and its near-ties:
+    those memories, the k-th's key (-inf before k), and whether the walk stopped before the
+    end of ``order`` (a memory past it is out of reach of the k-th)."""
+    survivors: dict[int, None] = {}
+    kth = -math.inf
+    for seq, value in order:
+        if len(survivors) >= k and value < kth - _EPSILON:
+            return survivors, kth, True
+        if admitted(seq):
+            survivors[seq] = None
+            if len(survivors) == k:
+                kth = value
+    return survivors, kth, False

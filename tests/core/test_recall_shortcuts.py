@@ -32,6 +32,14 @@ SOURCES = st.frozensets(st.sampled_from([QUERY_SOURCE, 1, 2, 3]), min_size=1, ma
 FACTORS = st.sampled_from([None, 0.0, 0.5])
 
 
+def _carried_cues(weights: list[float]) -> st.SearchStrategy[list[Carried]]:
+    """Up to ten carried cues of :data:`VOCABULARY`, each weighing one of ``weights``."""
+    return st.lists(
+        st.builds(Carried, st.sampled_from(VOCABULARY), st.sampled_from(weights), SOURCES, FACTORS),
+        max_size=10,
+    )
+
+
 def _reference_session_cues(plan: QueryPlan, carried: set[str], seq: int) -> tuple[str, ...]:
     """Each carried concept the memory matches, in plan order, by its first member the memory
     carries, except a concept only this memory gave with no self help (the first-member search
@@ -108,18 +116,7 @@ def _reference_weighted_concepts(
 
 
 @settings(max_examples=200, deadline=None)
-@given(
-    carried=st.lists(
-        st.builds(
-            Carried,
-            st.sampled_from(VOCABULARY),
-            st.sampled_from([0.0, 0.3, 0.5, 1.0]),
-            SOURCES,
-            FACTORS,
-        ),
-        max_size=10,
-    )
-)
+@given(carried=_carried_cues([0.0, 0.3, 0.5, 1.0]))
 def test_carried_concepts_equal_the_reference_grouping(carried: list[Carried]) -> None:
     aliases = AliasTable([*RecallConfig().aliases, ("cache", "redis")])
     assert ranking._weighted_concepts(carried, aliases) == _reference_weighted_concepts(
@@ -129,16 +126,7 @@ def test_carried_concepts_equal_the_reference_grouping(carried: list[Carried]) -
 
 @settings(max_examples=200, deadline=None)
 @given(
-    carried=st.lists(
-        st.builds(
-            Carried,
-            st.sampled_from(VOCABULARY),
-            st.sampled_from([-0.5, 0.0, 0.3, 0.5, 1.0]),
-            SOURCES,
-            FACTORS,
-        ),
-        max_size=10,
-    ),
+    carried=_carried_cues([-0.5, 0.0, 0.3, 0.5, 1.0]),
     explicit=st.lists(st.sampled_from(VOCABULARY), max_size=3),
 )
 def test_with_carried_equals_the_reference(carried: list[Carried], explicit: list[str]) -> None:
