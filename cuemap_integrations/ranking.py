@@ -24,7 +24,7 @@ from .index import NamespaceIndex
 from .records import MemoryRecord, MemoryType, coerce_timestamp
 from .recordtable import RecordHead, RecordTable
 from .results import Hit, RecallTrace, ScoreBreakdown
-from .scoring import RULES, Features, combine, saturate
+from .scoring import RULES, Features, combine, recency_value, session_value
 from .text import content_terms, derive_cues, joined_pairs, normalize, query_units, stem
 from .topk import Evidence, FastScorer, RecallMemo, gather
 
@@ -797,14 +797,14 @@ def _builtin_parts(
 ) -> Callable[[int, MemoryRecord, int], _Parts] | None:
     """:func:`_combined_parts` for the built-in rules, without a :class:`Features` made and
     each rule called per hit (a frozen dataclass of eight fields and seven calls were a third
-    of explaining a hit). Each value is the same expression as the rule's, times its weight,
-    in the weights' order, so the floats are the same (``tests/core/test_recall_shortcuts.py``
-    compares the two). None when some weighted rule is not a built-in one."""
+    of explaining a hit). Each value is the same expression as the rule's (recency and session
+    by the rules' own helpers), times its weight, in the weights' order, so the floats are the
+    same (``tests/core/test_recall_shortcuts.py`` compares the two). None when some weighted
+    rule is not a built-in one."""
     weighted = [(name, w) for name, w in cfg.weights.items() if w != 0.0]
     if any(name not in _BUILTIN or RULES.get(name) is not _BUILTIN[name] for name, _ in weighted):
         return None
     cue, session, tag, content = sig.cue, sig.session, sig.tag, sig.content
-    cap, alone_factor = cfg.session_saturation, cfg.session_only_factor
     half_life, priority = cfg.half_life_days, cfg.type_priority
 
     def parts(seq: int, record: MemoryRecord, access: int) -> _Parts:
@@ -813,16 +813,15 @@ def _builtin_parts(
             if name == "cue":
                 value = cue.get(seq, 0.0)
             elif name == "session":
-                value = saturate(session.get(seq, 0.0), cap)
-                if not (seq in cue or seq in content or seq in tag):  # answers no query word
-                    value = value * alone_factor
+                answers = seq in cue or seq in content or seq in tag
+                value = session_value(session.get(seq, 0.0), answers, cfg)
             elif name == "tag":
                 value = tag.get(seq, 0.0)
             elif name == "content":
                 value = content.get(seq, 0.0)
             elif name == "recency":
                 age = (now - record.updated_at).total_seconds() / _SECONDS_PER_DAY
-                value = float(0.5 ** (max(age, 0.0) / half_life))
+                value = recency_value(age, half_life)
             elif name == "frequency":
                 value = -math.log1p(access)
             else:  # type

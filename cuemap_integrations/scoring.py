@@ -74,10 +74,15 @@ def saturate(raw: float, cap: float) -> float:
     return cap * (1.0 - math.exp(-raw / cap)) if raw > 0 else 0.0
 
 
-def _session(f: Features, cfg: RecallConfig) -> float:
-    value = saturate(f.session, cfg.session_saturation)
+def session_value(raw: float, answers_query: bool, cfg: RecallConfig) -> float:
+    """The ``session`` rule's value of a memory whose raw session evidence is ``raw``."""
+    value = saturate(raw, cfg.session_saturation)
     # Context disambiguates the question; it does not replace it.
-    return value if f.answers_query else value * cfg.session_only_factor
+    return value if answers_query else value * cfg.session_only_factor
+
+
+def _session(f: Features, cfg: RecallConfig) -> float:
+    return session_value(f.session, f.answers_query, cfg)
 
 
 def _tag(f: Features, cfg: RecallConfig) -> float:
@@ -88,8 +93,13 @@ def _content(f: Features, cfg: RecallConfig) -> float:
     return f.content
 
 
+def recency_value(age_days: float, half_life_days: float) -> float:
+    """The ``recency`` rule's value: 1 for a memory updated now, halving every half-life."""
+    return float(0.5 ** (max(age_days, 0.0) / half_life_days))
+
+
 def _recency(f: Features, cfg: RecallConfig) -> float:
-    return float(0.5 ** (max(f.age_days, 0.0) / cfg.half_life_days))
+    return recency_value(f.age_days, cfg.half_life_days)
 
 
 def _frequency(f: Features, cfg: RecallConfig) -> float:
