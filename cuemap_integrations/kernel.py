@@ -145,8 +145,7 @@ class Scratch:
         self.rows = 0
         self.outputs: tuple[Any, Any, Any, Any] = ((), (), (), ())
         self.output_addresses: tuple[int, ...] = ()
-        self._view: tuple[Any, Any, int, int] | None = None
-        self._seqs: tuple[Any, int] | None = None
+        self._view_arrays: dict[str, tuple[Any, int]] = {}  # a view array's name -> it, its address
 
     def output(self, rows: int) -> tuple[Any, Any, Any, Any]:
         """Slot, evidence, jump and tag-only arrays of at least ``rows`` rows (made once; their
@@ -161,20 +160,20 @@ class Scratch:
         return self.outputs
 
     def view_addresses(self, view: ArrayView) -> tuple[int, int]:
-        """The addresses of the view's seq -> slot map and per-slot lengths, asked again only
-        when the view has made either array anew (it grows them into new arrays)."""
-        held = self._view
-        if held is None or held[0] is not view.slot_by_seq or held[1] is not view.length:
-            seqs, length = view.slot_by_seq, view.length
-            held = self._view = (seqs, length, seqs.ctypes.data, length.ctypes.data)
-        return held[2], held[3]
+        """The addresses of the view's seq -> slot map and per-slot lengths."""
+        return self._view_address("slot_by_seq", view), self._view_address("length", view)
 
     def seq_address(self, view: ArrayView) -> int:
-        """The address of the view's slot -> seq map, asked again only when the view has
-        made it anew (as :meth:`view_addresses`)."""
-        held = self._seqs
-        if held is None or held[0] is not view.seq_at:
-            held = self._seqs = (view.seq_at, view.seq_at.ctypes.data)
+        """The address of the view's slot -> seq map."""
+        return self._view_address("seq_at", view)
+
+    def _view_address(self, name: str, view: ArrayView) -> int:
+        """The address of the view's array ``name``, asked again only when the view has made
+        it anew (it grows its arrays into new ones)."""
+        current = getattr(view, name)
+        held = self._view_arrays.get(name)
+        if held is None or held[0] is not current:
+            held = self._view_arrays[name] = (current, current.ctypes.data)
         return held[1]
 
 
