@@ -102,15 +102,12 @@ class Row(NamedTuple):
     @property
     def kind(self) -> Kind:
         """``(type, source, namespace, cue_origin, metadata names)`` (see above)."""
-        table, seq = self.table, self.seq
-        code = table._codes[seq]
-        return table._kinds[code] if code != _OWN_KIND else table._own_kinds[seq]
+        return _kind_at(self.table, self.seq)
 
     @property
     def stamp(self) -> float | datetime:
         """``created_at``: POSIX seconds when they convert back exactly, else the datetime."""
-        stamp = self.table._stamps[self.seq]
-        return stamp if stamp == stamp else self.table._dates[self.seq]  # NaN: a datetime
+        return _stamp_at(self.table, self.seq)
 
     @property
     def metadata(self) -> Any:
@@ -120,12 +117,9 @@ class Row(NamedTuple):
     def fields(self) -> tuple[Any, ...]:
         """``(memory_id, content, cues, kind, stamp, metadata, extra)``."""
         memory_id, extra, seq, table = self
-        code, stamp = table._codes[seq], table._stamps[seq]
         return (
-            memory_id, table._contents[seq], table._cues[seq],
-            table._kinds[code] if code != _OWN_KIND else table._own_kinds[seq],
-            stamp if stamp == stamp else table._dates[seq],  # NaN: a datetime
-            table._metadata[seq], extra,
+            memory_id, table._contents[seq], table._cues[seq], _kind_at(table, seq),
+            _stamp_at(table, seq), table._metadata[seq], extra,
         )  # fmt: skip
 
     def __eq__(self, other: object) -> bool:
@@ -196,6 +190,18 @@ class Row(NamedTuple):
             return False
         expires = self.field("expires_at")
         return expires is not None and expires <= now
+
+
+def _kind_at(table: RecordTable, seq: int) -> Kind:
+    """Row ``seq``'s kind: the shared one its code names, or its own."""
+    code = table._codes[seq]
+    return table._kinds[code] if code != _OWN_KIND else table._own_kinds[seq]
+
+
+def _stamp_at(table: RecordTable, seq: int) -> float | datetime:
+    """Row ``seq``'s ``created_at``: its POSIX seconds, or its datetime where they are NaN."""
+    stamp = table._stamps[seq]
+    return stamp if stamp == stamp else table._dates[seq]
 
 
 def _extra_rank(item: tuple[str, Any]) -> int:
