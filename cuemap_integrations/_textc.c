@@ -12,6 +12,8 @@
  *   stems_terms(tokens, stop, stems)   text.stems_and_terms, from the text's tokens
  *   salient(tokens, stop, calendar, web)   text._salient_cues, from the text's tokens
  *   name_cues(text, stop, calendar, units) the cues of text._capitalized_runs (no "/" in text)
+ *   identifier_cues(tokens, stop)      text._identifier_cues, from the text's tokens
+ *   first_valid(buckets, limit, worded)   text._first_valid (any str)
  *
  * Every index is checked against its buffer's length; buffers are sized from the input.
  */
@@ -501,6 +503,123 @@ fail:
     return NULL;
 }
 
+/* Whether token[0:n] is a salient identifier (text._is_salient_identifier): a part between
+ * - . _ : @ / runs has a digit, or 2+ characters and is no stop word. -1 on error. */
+static int salient_identifier(const char *t, Py_ssize_t n, PyObject *stop) {
+    Py_ssize_t start = 0;
+    for (Py_ssize_t i = 0; i <= n; i++) {
+        if (i < n && !(IS_PART_SEP(t[i]) || t[i] == '/')) continue;
+        int digit = 0;
+        for (Py_ssize_t k = start; k < i; k++) digit |= IS_DIGIT(t[k]);
+        if (digit) return 1;
+        if (i - start >= 2) {
+            PyObject *part = ascii_str(t + start, i - start);
+            if (part == NULL) return -1;
+            int found = PySet_Contains(stop, part);
+            Py_DECREF(part);
+            if (found <= 0) return found < 0 ? -1 : 1;
+        }
+        start = i + 1;
+    }
+    return 0;
+}
+
+/* identifier_cues(tokens, stop_words): text._identifier_cues of an ASCII text from its tokens:
+ * each salient identifier, then for a path its segments that are identifiers themselves. */
+static PyObject *textc_identifier_cues(PyObject *self, PyObject *args) {
+    PyObject *tokens, *stop;
+    if (!PyArg_ParseTuple(args, "O!O:identifier_cues", &PyTuple_Type, &tokens, &stop)) return NULL;
+    if (set_arg(stop, "stop_words") < 0) return NULL;
+    PyObject *out = PyList_New(0);
+    if (out == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tokens); i++) {
+        PyObject *token = PyTuple_GET_ITEM(tokens, i);
+        const char *t;
+        Py_ssize_t n, k;
+        int slash = 0, alnum = 1;
+        if (ascii_arg(token, &t, &n) < 0) goto fail;
+        for (k = 0; k < n; k++) {
+            alnum &= IS_ALNUM(t[k]);
+            slash |= t[k] == '/';
+        }
+        if (alnum && n > 0) continue; /* a plain word, no identifier */
+        int salient = salient_identifier(t, n, stop);
+        if (salient < 0) goto fail;
+        if (!salient) continue;
+        if (PyList_Append(out, token) < 0) goto fail;
+        if (!slash) continue;
+        Py_ssize_t start = 0;
+        int separator = 0;
+        for (k = 0; k <= n; k++) {
+            if (k < n && t[k] != '/') {
+                separator |= IS_PART_SEP(t[k]);
+                continue;
+            }
+            if (separator && append_str(out, t + start, k - start) < 0) goto fail;
+            start = k + 1;
+            separator = 0;
+        }
+    }
+    return out;
+fail:
+    Py_DECREF(out);
+    return NULL;
+}
+
+/* Whether cue is a valid cue (text._is_valid_cue): 1 to 128 characters, one alphanumeric. */
+static int valid_cue(PyObject *cue) {
+    Py_ssize_t n = PyUnicode_GET_LENGTH(cue);
+    if (n == 0 || n > 128) return 0;
+    int kind = PyUnicode_KIND(cue);
+    const void *data = PyUnicode_DATA(cue);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (Py_UNICODE_ISALNUM(PyUnicode_READ(kind, data, i))) return 1;
+    return 0;
+}
+
+/* first_valid(buckets, limit, worded): text._first_valid: the cues of the buckets in order,
+ * valid (the last ``worded`` buckets: 128 characters at most), without duplicates, at most
+ * ``limit``. */
+static PyObject *textc_first_valid(PyObject *self, PyObject *args) {
+    PyObject *buckets, *seen = NULL, *out = NULL, *fast = NULL;
+    Py_ssize_t limit, worded;
+    if (!PyArg_ParseTuple(args, "Onn:first_valid", &buckets, &limit, &worded)) return NULL;
+    PyObject *all = PySequence_Fast(buckets, "buckets: expected a sequence");
+    if (all == NULL) return NULL;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(all), split = count - worded;
+    if ((seen = PySet_New(NULL)) == NULL || (out = PyList_New(0)) == NULL) goto fail;
+    for (Py_ssize_t b = 0; b < count && PyList_GET_SIZE(out) < limit; b++) {
+        fast = PySequence_Fast(PySequence_Fast_GET_ITEM(all, b), "a bucket: expected a sequence");
+        if (fast == NULL) goto fail;
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(fast); i++) {
+            PyObject *cue = PySequence_Fast_GET_ITEM(fast, i);
+            if (!PyUnicode_Check(cue)) {
+                PyErr_SetString(PyExc_TypeError, "a cue: expected str");
+                goto fail;
+            }
+#if PY_VERSION_HEX < 0x030C0000
+            if (PyUnicode_READY(cue) < 0) goto fail;
+#endif
+            if (b < split ? !valid_cue(cue) : PyUnicode_GET_LENGTH(cue) > 128) continue;
+            int found = PySet_Contains(seen, cue);
+            if (found < 0) goto fail;
+            if (found) continue;
+            if (PySet_Add(seen, cue) < 0 || PyList_Append(out, cue) < 0) goto fail;
+            if (PyList_GET_SIZE(out) >= limit) break;
+        }
+        Py_CLEAR(fast);
+    }
+    Py_DECREF(all);
+    Py_DECREF(seen);
+    return out;
+fail:
+    Py_XDECREF(fast);
+    Py_DECREF(all);
+    Py_XDECREF(seen);
+    Py_XDECREF(out);
+    return NULL;
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* Names: text._ascii_name_runs and text._run_cues                                           */
 /* ---------------------------------------------------------------------------------------- */
@@ -644,6 +763,8 @@ static PyMethodDef methods[] = {
     {"stems_terms", textc_stems_terms, METH_VARARGS, "text.stems_and_terms from tokens."},
     {"salient", textc_salient, METH_VARARGS, "text._salient_cues from tokens."},
     {"name_cues", textc_name_cues, METH_VARARGS, "The cues of text._ascii_name_runs."},
+    {"identifier_cues", textc_identifier_cues, METH_VARARGS, "text._identifier_cues from tokens."},
+    {"first_valid", textc_first_valid, METH_VARARGS, "text._first_valid."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -657,6 +778,6 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__textc(void) {
     PyObject *m = PyModule_Create(&module);
-    if (m != NULL && PyModule_AddIntConstant(m, "ABI_VERSION", 1) < 0) Py_CLEAR(m);
+    if (m != NULL && PyModule_AddIntConstant(m, "ABI_VERSION", 2) < 0) Py_CLEAR(m);
     return m;
 }

@@ -20,11 +20,11 @@ text is handled per character like Chinese. Latin tokens are any other letters a
 
 Compiled fast path: the extension module ``_textc`` (``_textc.c``, built with the package by
 ``hatch_build.py``) implements the ASCII case of the hottest rules (normalizing, the Porter
-stemmer, apostrophes and identifier tokens, stems and terms, salient words, name runs) and returns
-exactly what the Python code here returns; it is chosen once at import when it is built and loads.
-The Python code stays the reference and the fallback: non-ASCII text always takes it, and so does
-everything when the extension is absent or ``CUEMAP_TEXTC=0`` is in the environment at import
-(the tests compare the two that way).
+stemmer, apostrophes and identifier tokens, stems and terms, identifier, name and salient-word
+cues, the final choice of cues) and returns exactly what the Python code here returns; it is
+chosen once at import when it is built and loads. The Python code stays the reference and the
+fallback: non-ASCII text always takes it, and so does everything when the extension is absent or
+``CUEMAP_TEXTC=0`` is in the environment at import (the tests compare the two that way).
 
 Example:
     >>> normalize("ＡＢＣ，Redis！")
@@ -68,7 +68,7 @@ __all__ = [
     "words",
 ]
 
-_TEXTC_ABI = 1  # the functions and arguments _textc.c implements (its ABI_VERSION)
+_TEXTC_ABI = 2  # the functions and arguments _textc.c implements (its ABI_VERSION)
 
 
 def _load_textc() -> Any:
@@ -975,6 +975,9 @@ def _is_salient_identifier(token: str) -> bool:
 
 
 def _identifier_cues(text: str) -> list[str]:
+    if _C is not None and text.isascii():  # the same tests on the same tokens, in C
+        cues: list[str] = _C.identifier_cues(_latin_tokens(text), STOP_WORDS)
+        return cues
     out: list[str] = []
     for token in filterfalse(str.isalnum, _latin_tokens(text)):  # identifiers (see _expand)
         if not _is_salient_identifier(token):
@@ -1208,6 +1211,9 @@ def _first_valid(buckets: Sequence[Iterable[str]], limit: int, *, worded: int = 
     The last ``worded`` buckets hold only cues with a letter or digit in them: of those only
     the length is checked, without a Python call per cue. Whether a cue is valid depends on
     the cue alone, so dropping invalid ones before de-duplicating leaves the same list."""
+    if _C is not None:  # the same loops in C (any cue: its test reads each code point)
+        cues: list[str] = _C.first_valid(buckets, limit, worded)
+        return cues
     split = len(buckets) - worded
     words = list(chain.from_iterable(buckets[split:]))
     short = compress(words, map(_MAX_CUE_CHARS.__ge__, map(len, words)))

@@ -137,6 +137,8 @@ def _check_text(textc: ModuleType, content: str) -> None:
         tokens, text_module.STOP_WORDS, text_module._CALENDAR_WORDS, text_module._WEB_PARTS
     )
     assert salient == _reference(text_module._salient_cues, normalized)
+    identifiers = textc.identifier_cues(tokens, text_module.STOP_WORDS)
+    assert identifiers == _reference(text_module._identifier_cues, normalized)
     dropped = text_module._drop_apostrophes(content)
     if "/" not in dropped:
         names = textc.name_cues(
@@ -153,6 +155,39 @@ def test_stems_terms_salient_words_and_names_are_the_python_ones(
     textc: ModuleType, text: str
 ) -> None:
     _check_text(textc, text)
+
+
+_CUES = st.one_of(_PIECES, st.text(max_size=8), st.just(""), st.just("x" * 129), st.just("é" * 128))
+
+
+@settings(max_examples=1500, deadline=None)
+@given(
+    st.lists(st.lists(_CUES, max_size=8), max_size=8),
+    st.integers(min_value=1, max_value=60),
+    st.integers(min_value=0, max_value=8),
+)
+def test_first_valid_is_the_python_choice(
+    textc: ModuleType, buckets: list[list[str]], limit: int, worded: int
+) -> None:
+    worded = min(worded, len(buckets))
+    expected = _reference(lambda: text_module._first_valid(buckets, limit, worded=worded))
+    assert textc.first_valid(buckets, limit, worded) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(ASCII_TEXT, st.integers(min_value=1, max_value=60))
+def test_derive_cues_and_text_keys_are_the_python_ones(
+    textc: ModuleType, text: str, limit: int
+) -> None:
+    from cuemap_integrations.aliases import AliasTable
+    from cuemap_integrations.textkeys import text_keys
+
+    if text_module._C is None:
+        pytest.skip("CUEMAP_TEXTC=0: the extension is not in use")
+    aliases = AliasTable([("db", "database"), ("k8s", "kubernetes")])
+    expected = _reference(lambda: (text_module.derive_cues(text, limit=limit),
+                                   text_keys(text, aliases)))  # fmt: skip
+    assert (text_module.derive_cues(text, limit=limit), text_keys(text, aliases)) == expected
 
 
 def test_the_ingest_corpus_gives_the_python_results(textc: ModuleType, tmp_path: Path) -> None:
