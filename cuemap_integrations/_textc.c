@@ -14,6 +14,7 @@
  *   name_cues(text, stop, calendar, units) the cues of text._capitalized_runs (no "/" in text)
  *   identifier_cues(tokens, stop)      text._identifier_cues, from the text's tokens
  *   first_valid(buckets, limit, worded)   text._first_valid (any str)
+ *   quoted_cues(text, stop)            text._quoted_cues
  *
  * Every index is checked against its buffer's length; buffers are sized from the input.
  */
@@ -621,6 +622,150 @@ fail:
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* Quotations: text._quoted_cues                                                             */
+/* ---------------------------------------------------------------------------------------- */
+
+/* Python's whitespace in ASCII (str.isspace, and re's \s): \t \n \v \f \r, \x1c-\x1f, space. */
+#define IS_SPACE(c) ((c) == ' ' || ((c) >= '\t' && (c) <= '\r') || ((c) >= 0x1c && (c) <= 0x1f))
+
+/* t with text._FENCE_RE's matches (```...``` without a newline inside) blanked, into u. */
+static void unfence(const char *t, Py_ssize_t n, char *u) {
+    memcpy(u, t, (size_t)n);
+    for (Py_ssize_t p = 0; p + 3 <= n;) {
+        if (memcmp(u + p, "```", 3) != 0) {
+            p++;
+            continue;
+        }
+        Py_ssize_t q = p + 3;
+        while (q + 3 <= n && memcmp(u + q, "```", 3) != 0 && u[q] != '\n') q++;
+        if (q + 3 > n || u[q] == '\n') { /* no closing fence on this line */
+            p++;
+            continue;
+        }
+        memset(u + p, ' ', (size_t)(q + 3 - p));
+        p = q + 3;
+    }
+}
+
+typedef struct {
+    Py_ssize_t start, from, to; /* the match's start, its group u[from:to] */
+    int backtick;
+} Quote;
+
+/* The matches of "([^"]+)" (or with backticks) in u, appended to out; the new count. */
+static Py_ssize_t simple_quotes(const char *u, Py_ssize_t n, char mark, Quote *out, Py_ssize_t k) {
+    for (Py_ssize_t p = 0; p < n;) {
+        const char *open = memchr(u + p, mark, (size_t)(n - p));
+        if (open == NULL) break;
+        Py_ssize_t o = open - u;
+        const char *close = o + 1 < n ? memchr(u + o + 1, mark, (size_t)(n - o - 1)) : NULL;
+        if (close == NULL) break;
+        Py_ssize_t c = close - u;
+        if (c == o + 1) { /* "" is no quotation; the second mark may open one */
+            p = o + 1;
+            continue;
+        }
+        out[k++] = (Quote){o, o + 1, c, mark == '`'};
+        p = c + 1;
+    }
+    return k;
+}
+
+/* The matches of text._QUOTE_RES[1] in u: a quote not after a word character, a group that
+ * neither starts nor ends with a space (nor holds a quote), a quote not before a word
+ * character. The group ends at the first quote after its first character, so that is the
+ * only closing quote to test. */
+static Py_ssize_t single_quotes(const char *u, Py_ssize_t n, Quote *out, Py_ssize_t k) {
+    for (Py_ssize_t p = 0; p < n; p++) {
+        if (u[p] != '\'' || (p >= 1 && IS_AW(u[p - 1]))) continue;
+        if (p + 1 >= n || u[p + 1] == '\'' || IS_SPACE(u[p + 1])) continue;
+        const char *close = p + 2 < n ? memchr(u + p + 2, '\'', (size_t)(n - p - 2)) : NULL;
+        if (close == NULL) break; /* no later quote: nothing more can match */
+        Py_ssize_t c = close - u;
+        if (IS_SPACE(u[c - 1]) || (c + 1 < n && IS_AW(u[c + 1]))) continue;
+        out[k++] = (Quote){p, p + 1, c, 0};
+        p = c; /* the loop's p++ resumes after the closing quote */
+    }
+    return k;
+}
+
+/* Append text._quote_cue(u[from:to]) to cues, if any. */
+static int append_quote_cue(PyObject *cues, const char *u, Py_ssize_t from, Py_ssize_t to) {
+    static const char strip[] = " .,;:!?";
+    while (from < to && memchr(strip, u[from], sizeof strip - 1) != NULL) from++;
+    while (to > from && memchr(strip, u[to - 1], sizeof strip - 1) != NULL) to--;
+    Py_ssize_t words = 0;
+    for (Py_ssize_t i = from; i < to; i++)
+        if (!IS_SPACE(u[i]) && (i == from || IS_SPACE(u[i - 1]))) words++;
+    if (to == from || words > 6) return 0; /* text._MAX_QUOTE_WORDS */
+    return append_str(cues, u + from, to - from);
+}
+
+/* Append text._command_cue(u[from:to]) to cues, if any: the first word of a span of 2+ words
+ * that looks like a program name and is no stop word. */
+static int append_command_cue(PyObject *cues, const char *u, Py_ssize_t from, Py_ssize_t to,
+                              PyObject *stop) {
+    while (from < to && IS_SPACE(u[from])) from++;
+    Py_ssize_t end = from;
+    while (end < to && !IS_SPACE(u[end])) end++;
+    Py_ssize_t next = end;
+    while (next < to && IS_SPACE(u[next])) next++;
+    if (end == from || next == to || !IS_LOWER(u[from])) return 0;
+    for (Py_ssize_t i = from + 1; i < end; i++) {
+        char c = u[i];
+        if (!(IS_LOWER(c) || IS_DIGIT(c) || c == '_' || c == '.' || c == '+' || c == '-')) return 0;
+    }
+    PyObject *name = ascii_str(u + from, end - from);
+    if (name == NULL) return -1;
+    int found = PySet_Contains(stop, name);
+    int rc = found < 0 ? -1 : found ? 0 : PyList_Append(cues, name);
+    Py_DECREF(name);
+    return rc;
+}
+
+static int by_start(const void *a, const void *b) {
+    Py_ssize_t x = ((const Quote *)a)->start, y = ((const Quote *)b)->start;
+    return (x > y) - (x < y);
+}
+
+/* quoted_cues(text, stop_words): text._quoted_cues of ASCII text. */
+static PyObject *textc_quoted_cues(PyObject *self, PyObject *args) {
+    PyObject *text, *stop, *cues = NULL;
+    const char *t;
+    Py_ssize_t n, k = 0;
+    if (!PyArg_ParseTuple(args, "OO:quoted_cues", &text, &stop)) return NULL;
+    if (ascii_arg(text, &t, &n) < 0 || set_arg(stop, "stop_words") < 0) return NULL;
+    if (memchr(t, '"', (size_t)n) == NULL && memchr(t, '\'', (size_t)n) == NULL &&
+        memchr(t, '`', (size_t)n) == NULL)
+        return PyList_New(0);
+    /* a match holds two marks, so at most n / 2 of them */
+    char *u = PyMem_Malloc((size_t)n + 1);
+    Quote *found = PyMem_Malloc(sizeof(Quote) * (size_t)(n / 2 + 1));
+    if (u == NULL || found == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    unfence(t, n, u);
+    k = simple_quotes(u, n, '"', found, k);
+    k = single_quotes(u, n, found, k);
+    k = simple_quotes(u, n, '`', found, k);
+    qsort(found, (size_t)k, sizeof(Quote), by_start); /* starts differ: their marks do */
+    if ((cues = PyList_New(0)) == NULL) goto done;
+    for (Py_ssize_t i = 0; i < k; i++) {
+        Quote *q = &found[i];
+        if (append_quote_cue(cues, u, q->from, q->to) < 0 ||
+            (q->backtick && append_command_cue(cues, u, q->from, q->to, stop) < 0)) {
+            Py_CLEAR(cues);
+            break;
+        }
+    }
+done:
+    PyMem_Free(u);
+    PyMem_Free(found);
+    return cues;
+}
+
+/* ---------------------------------------------------------------------------------------- */
 /* Names: text._ascii_name_runs and text._run_cues                                           */
 /* ---------------------------------------------------------------------------------------- */
 
@@ -765,6 +910,7 @@ static PyMethodDef methods[] = {
     {"name_cues", textc_name_cues, METH_VARARGS, "The cues of text._ascii_name_runs."},
     {"identifier_cues", textc_identifier_cues, METH_VARARGS, "text._identifier_cues from tokens."},
     {"first_valid", textc_first_valid, METH_VARARGS, "text._first_valid."},
+    {"quoted_cues", textc_quoted_cues, METH_VARARGS, "text._quoted_cues (ASCII)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -778,6 +924,6 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__textc(void) {
     PyObject *m = PyModule_Create(&module);
-    if (m != NULL && PyModule_AddIntConstant(m, "ABI_VERSION", 2) < 0) Py_CLEAR(m);
+    if (m != NULL && PyModule_AddIntConstant(m, "ABI_VERSION", 3) < 0) Py_CLEAR(m);
     return m;
 }

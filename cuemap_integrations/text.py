@@ -20,11 +20,11 @@ text is handled per character like Chinese. Latin tokens are any other letters a
 
 Compiled fast path: the extension module ``_textc`` (``_textc.c``, built with the package by
 ``hatch_build.py``) implements the ASCII case of the hottest rules (normalizing, the Porter
-stemmer, apostrophes and identifier tokens, stems and terms, identifier, name and salient-word
-cues, the final choice of cues) and returns exactly what the Python code here returns; it is
-chosen once at import when it is built and loads. The Python code stays the reference and the
-fallback: non-ASCII text always takes it, and so does everything when the extension is absent or
-``CUEMAP_TEXTC=0`` is in the environment at import (the tests compare the two that way).
+stemmer, apostrophes and identifier tokens, stems and terms, quoted, identifier, name and
+salient-word cues, the final choice of cues) and returns exactly what the Python code here
+returns; it is chosen once at import when it is built and loads. The Python code stays the
+reference and the fallback: non-ASCII text always takes it, and so does everything when the
+extension is absent or ``CUEMAP_TEXTC=0`` is in the environment at import (the tests compare the two that way).
 
 Example:
     >>> normalize("ＡＢＣ，Redis！")
@@ -68,7 +68,7 @@ __all__ = [
     "words",
 ]
 
-_TEXTC_ABI = 2  # the functions and arguments _textc.c implements (its ABI_VERSION)
+_TEXTC_ABI = 3  # the functions and arguments _textc.c implements (its ABI_VERSION)
 
 
 def _load_textc() -> Any:
@@ -954,6 +954,9 @@ def _command_cue(span: str) -> str | None:
 
 
 def _quoted_cues(text: str) -> list[str]:
+    if _C is not None and text.isascii():  # the three scans and both rules in one C pass
+        compiled: list[str] = _C.quoted_cues(text, STOP_WORDS)
+        return compiled
     found: list[tuple[int, str]] = []
     unfenced = _mask(_FENCE_RE, text, "```")  # fenced blocks are code, not short quotations
     for regex, mark in zip(_QUOTE_RES, _QUOTE_MARKS, strict=True):

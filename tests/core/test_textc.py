@@ -76,7 +76,9 @@ _PIECES = st.sampled_from([
     "caresses", "running", "generalizations", "happy", "sky", "yyy", "agreed", "hoping", "ies",
     "sses", "eed", "bled", "feed", "www", "com", "html", "123", "0", "a1", " ", "  ", "\t", "\n",
     "\r\n", "\x00", "\x0b", "\x1c", "\x1f", "\x7f", "x" * 300, "A" * 50, "a-" * 30, "'a" * 20,
-    "Ab " * 40,
+    "Ab " * 40, "```", "```x```", "``", "`ls -la`", "`Make it`", "`the end`", "`a.b+c-d x`",
+    "'a b'", "' a'", "'a '", "'one two three four five six seven'", '"?!"', '" . "', "\x1d",
+    "\x0c", "'tis", "'a'b'",
 ])  # fmt: skip
 ASCII_TEXT = st.one_of(
     st.lists(_PIECES, max_size=12).map(" ".join),
@@ -137,6 +139,9 @@ def _check_text(textc: ModuleType, content: str) -> None:
         tokens, text_module.STOP_WORDS, text_module._CALENDAR_WORDS, text_module._WEB_PARTS
     )
     assert salient == _reference(text_module._salient_cues, normalized)
+    for source in (content, normalized):
+        quoted = textc.quoted_cues(source, text_module.STOP_WORDS)
+        assert quoted == _reference(text_module._quoted_cues, source)
     identifiers = textc.identifier_cues(tokens, text_module.STOP_WORDS)
     assert identifiers == _reference(text_module._identifier_cues, normalized)
     dropped = text_module._drop_apostrophes(content)
