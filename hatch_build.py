@@ -94,7 +94,8 @@ except ImportError:  # run by hand, outside a build environment
 
 
 class KernelBuildHook(BuildHookInterface):  # type: ignore[misc]
-    """Compiles the kernel and the text extension into the package before hatchling collects the wheel's files."""
+    """Compiles the kernel and the text extension into the package before hatchling collects
+    the wheel's files."""
 
     PLUGIN_NAME = "custom"
 

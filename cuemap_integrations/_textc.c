@@ -203,8 +203,8 @@ static void step4(char *w, Py_ssize_t *n, char *s) {
     for (const char *const *suffix = STEP4; *suffix != NULL; suffix++) {
         if (!ends(w, *n, *suffix)) continue;
         Py_ssize_t base = *n - (Py_ssize_t)strlen(*suffix);
-        if (strcmp(*suffix, "ion") == 0 && !(base > 0 && (w[base - 1] == 's' || w[base - 1] == 't')))
-            return;
+        int st = base > 0 && (w[base - 1] == 's' || w[base - 1] == 't');
+        if (strcmp(*suffix, "ion") == 0 && !st) return;
         if (measure(w, base, s) > 1) *n = base;
         return;
     }

@@ -24,7 +24,8 @@ stemmer, apostrophes and identifier tokens, stems and terms, quoted, identifier,
 salient-word cues, the final choice of cues) and returns exactly what the Python code here
 returns; it is chosen once at import when it is built and loads. The Python code stays the
 reference and the fallback: non-ASCII text always takes it, and so does everything when the
-extension is absent or ``CUEMAP_TEXTC=0`` is in the environment at import (the tests compare the two that way).
+extension is absent or ``CUEMAP_TEXTC=0`` is in the environment at import (the tests compare
+the two that way).
 
 Example:
     >>> normalize("ＡＢＣ，Redis！")
@@ -72,7 +73,7 @@ _TEXTC_ABI = 3  # the functions and arguments _textc.c implements (its ABI_VERSI
 
 
 def _load_textc() -> Any:
-    """The compiled ASCII fast path (``_textc``), or None: not built, stale or ``CUEMAP_TEXTC=0``."""
+    """The compiled ASCII fast path (``_textc``); None when not built, stale or switched off."""
     if os.environ.get("CUEMAP_TEXTC", "1") == "0":
         return None
     try:

@@ -69,7 +69,8 @@ def _reference(fn: Callable[..., Any], *args: Any) -> Any:
 
 
 _PIECES = st.sampled_from([
-    *(f for f in FRAGMENTS if f.isascii()), "don't", "it's", "o'clock", "rock'n'roll", "McDonald's", "'", "''", "a'b", "'x'",
+    *(f for f in FRAGMENTS if f.isascii()), "don't", "it's", "o'clock", "rock'n'roll",
+    "McDonald's", "'", "''", "a'b", "'x'",
     "x'", "'x", "_'a", "a'_", "'9", "https://api.example.com/v1/x?y=1", "HTTP://Host:80/a",
     "http://", "://", "/ops/clear-cache", "/a", "a//b", "x:/y", "/", "//", "~/x/y.py", "user_id",
     "__init__", "v2.1", "config.yaml", "bob@example.com", "@", "-", ".", ":", "_", "a-", "-a",
