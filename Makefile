@@ -11,8 +11,8 @@ PIP := $(PY) -m pip install --disable-pip-version-check -q -c constraints.txt
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
-# the install compiles the scoring kernel (hatch_build.py): a change to it installs again
-KERNEL := cuemap_integrations/_kernel.c hatch_build.py
+# the install compiles the scoring kernel and the text extension (hatch_build.py): a change to it installs again
+KERNEL := cuemap_integrations/_kernel.c cuemap_integrations/_textc.c hatch_build.py
 
 $(VENV)/.demo-installed: pyproject.toml constraints.txt $(KERNEL) | $(PY)
 	$(PIP) -e '.[langchain]'
@@ -34,7 +34,7 @@ lint: $(VENV)/.test-installed
 	$(PY) -m ruff format --check cuemap_integrations adapters tests examples benchmarks hatch_build.py
 	$(PY) -m mypy
 
-# compile the kernel in place (a checkout used through PYTHONPATH, without installing)
+# compile the kernel and the text extension in place (a checkout used through PYTHONPATH, without installing)
 kernel:
 	$(PYTHON) hatch_build.py
 

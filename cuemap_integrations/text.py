@@ -18,6 +18,15 @@ ideographs, 々 〆 〇) and also for Hiragana, Katakana and Hangul syllables, s
 text is handled per character like Chinese. Latin tokens are any other letters and digits
 (accented Latin, Greek and Cyrillic included); only plain lower-case ASCII words are stemmed.
 
+Compiled fast path: the extension module ``_textc`` (``_textc.c``, built with the package by
+``hatch_build.py``) implements the ASCII case of the hottest rules (normalizing, the Porter
+stemmer, apostrophes and identifier tokens, stems and terms, quoted, identifier, name and
+salient-word cues, the final choice of cues) and returns exactly what the Python code here
+returns; it is chosen once at import when it is built and loads. The Python code stays the
+reference and the fallback: non-ASCII text always takes it, and so does everything when the
+extension is absent or ``CUEMAP_TEXTC=0`` is in the environment at import (the tests compare
+the two that way).
+
 Example:
     >>> normalize("ＡＢＣ，Redis！")
     'abc,redis!'
@@ -30,6 +39,8 @@ Example:
 from __future__ import annotations
 
 import functools
+import importlib
+import os
 import re
 import sys
 import unicodedata
@@ -37,7 +48,7 @@ from collections.abc import Callable, Container, Hashable, Iterable, Sequence
 from datetime import date
 from itertools import chain, compress, filterfalse, islice, repeat
 from operator import not_
-from typing import TypeAlias, TypeVar
+from typing import Any, TypeAlias, TypeVar
 
 __all__ = [
     "CJK_FUNCTION_WORDS",
@@ -57,6 +68,23 @@ __all__ = [
     "word_stems",
     "words",
 ]
+
+_TEXTC_ABI = 3  # the functions and arguments _textc.c implements (its ABI_VERSION)
+
+
+def _load_textc() -> Any:
+    """The compiled ASCII fast path (``_textc``); None when not built, stale or switched off."""
+    if os.environ.get("CUEMAP_TEXTC", "1") == "0":
+        return None
+    try:
+        module = importlib.import_module(f"{__package__}._textc")
+    except ImportError:
+        return None
+    return module if getattr(module, "ABI_VERSION", None) == _TEXTC_ABI else None
+
+
+# Chosen once; the call sites below test it (None: the Python code alone).
+_C: Any = _load_textc()
 
 # --------------------------------------------------------------------------------------------
 # Word lists
@@ -331,6 +359,9 @@ def normalize(text: str) -> str:
     """
     if len(text) <= _CACHED_CHARS:
         return _normalize_short(text)
+    if _C is not None and text.isascii():  # one C pass, the same object back if unchanged
+        out: str = _C.normalize(text)
+        return out
     if _is_normal_ascii(text):  # e.g. a memory's normalized text, tokenized again for indexing
         return text
     if len(text) <= _RECENT_CHARS:
@@ -367,12 +398,20 @@ def _normalize(text: str) -> str:
     return out
 
 
-_normalize_short = _memoized(_normalize)
+def _normalize_any(text: str) -> str:
+    """:func:`_normalize`, compiled for ASCII text when the extension is there."""
+    if _C is not None and text.isascii():
+        out: str = _C.normalize(text)
+        return out
+    return _normalize(text)
+
+
+_normalize_short = _memoized(_normalize_any)
 # Indexing one memory normalizes its content more than once (its index keys, its duplicate key):
 # a few recent long texts are enough for those calls to meet. Texts up to 4,096 characters only,
 # so the cache never holds more than about a megabyte.
 _RECENT_CHARS = 4096
-_normalize_recent = functools.lru_cache(maxsize=32)(_normalize)
+_normalize_recent = functools.lru_cache(maxsize=32)(_normalize_any)
 
 
 def is_cjk(ch: str) -> bool:
@@ -559,7 +598,7 @@ def _porter(word: str) -> str:
 
 
 # stem's cache; the hot paths map its lookup over a text's words (no Python call per word)
-_STEMS: _Memo[str, str] = _Memo(_porter, _CACHE_SIZE)
+_STEMS: _Memo[str, str] = _Memo(_porter if _C is None else _C.porter, _CACHE_SIZE)
 _stem = _STEMS.__getitem__
 
 
@@ -605,6 +644,9 @@ def _drop_apostrophes(text: str) -> str:
 @functools.lru_cache(maxsize=32)  # derivation, then indexing (stems, then terms) of one text
 def _latin_tokens(normalized: str) -> tuple[str, ...]:
     """The identifier chunks of :func:`_scan`, in order."""
+    if _C is not None and normalized.isascii():  # the two steps below in one C pass
+        tokens: tuple[str, ...] = _C.latin_tokens(normalized)
+        return tokens
     text = _drop_apostrophes(normalized)
     if text.isascii():
         # No CJK run can occur and an ASCII character is a word character exactly when it is
@@ -693,6 +735,9 @@ def stems_and_terms(normalized: str) -> tuple[set[str], list[str]]:
         The stem set and the term list.
     """
     tokens = _latin_tokens(normalized)
+    if _C is not None and normalized.isascii():  # any ASCII tokens, identifiers too
+        pair: tuple[set[str], list[str]] = _C.stems_terms(tokens, STOP_WORDS, _STEMS)
+        return pair
     if normalized.isascii() and all(map(str.isalnum, tokens)):
         stems = list(map(_stem, tokens))
         kept = compress(stems, map(not_, map(STOP_WORDS.__contains__, tokens)))
@@ -910,6 +955,9 @@ def _command_cue(span: str) -> str | None:
 
 
 def _quoted_cues(text: str) -> list[str]:
+    if _C is not None and text.isascii():  # the three scans and both rules in one C pass
+        compiled: list[str] = _C.quoted_cues(text, STOP_WORDS)
+        return compiled
     found: list[tuple[int, str]] = []
     unfenced = _mask(_FENCE_RE, text, "```")  # fenced blocks are code, not short quotations
     for regex, mark in zip(_QUOTE_RES, _QUOTE_MARKS, strict=True):
@@ -931,6 +979,9 @@ def _is_salient_identifier(token: str) -> bool:
 
 
 def _identifier_cues(text: str) -> list[str]:
+    if _C is not None and text.isascii():  # the same tests on the same tokens, in C
+        cues: list[str] = _C.identifier_cues(_latin_tokens(text), STOP_WORDS)
+        return cues
     out: list[str] = []
     for token in filterfalse(str.isalnum, _latin_tokens(text)):  # identifiers (see _expand)
         if not _is_salient_identifier(token):
@@ -1092,7 +1143,13 @@ def _name_cues(content: str) -> list[str]:
         text = unicodedata.normalize("NFKC", content).translate(_PUNCT_TABLE)
     if "`" in text or _URL_TRIGGER in text:
         text = _CODE_OR_URL_RE.sub(" | ", text)
-    text = _drop_apostrophes(text)
+    if _C is not None and text.isascii():
+        text = _C.drop_apostrophes(text)
+        if "/" not in text:  # _ascii_name_runs' text: runs and their cues in one C pass
+            cues: list[str] = _C.name_cues(text, STOP_WORDS, _CALENDAR_WORDS, _UNIT_SET)
+            return cues
+    else:
+        text = _drop_apostrophes(text)
     return [cue for run in _capitalized_runs(text) for cue in _run_cues(run)]
 
 
@@ -1118,6 +1175,11 @@ def _is_salient_word(word: str) -> bool:
 def _salient_cues(text: str) -> list[str]:
     # A stop word is never salient: a set lookup drops the many stop words before the cached
     # test (a bounded cache's hit costs several times a set lookup).
+    if _C is not None and text.isascii():  # the words and the tests in one C pass
+        salient: list[str] = _C.salient(
+            _latin_tokens(text), STOP_WORDS, _CALENDAR_WORDS, _WEB_PARTS
+        )
+        return salient
     return list(filter(_is_salient_word, filterfalse(STOP_WORDS.__contains__, _words_of(text))))
 
 
@@ -1153,6 +1215,9 @@ def _first_valid(buckets: Sequence[Iterable[str]], limit: int, *, worded: int = 
     The last ``worded`` buckets hold only cues with a letter or digit in them: of those only
     the length is checked, without a Python call per cue. Whether a cue is valid depends on
     the cue alone, so dropping invalid ones before de-duplicating leaves the same list."""
+    if _C is not None:  # the same loops in C (any cue: its test reads each code point)
+        cues: list[str] = _C.first_valid(buckets, limit, worded)
+        return cues
     split = len(buckets) - worded
     words = list(chain.from_iterable(buckets[split:]))
     short = compress(words, map(_MAX_CUE_CHARS.__ge__, map(len, words)))

@@ -1,0 +1,929 @@
+/* The ASCII fast path of the text rules (cuemap_integrations/text.py), as a CPython extension.
+ *
+ * Each function returns exactly what its Python reference in text.py returns for ASCII input
+ * (tests/core/test_textc.py compares them): text.py stays the reference and the fallback, and
+ * picks these once at import (CUEMAP_TEXTC=0 keeps the Python code). Non-ASCII text is refused
+ * with ValueError: the Python code handles it.
+ *
+ *   porter(word)                  text._porter: Porter stemmer (reference implementation)
+ *   drop_apostrophes(text)        text._drop_apostrophes
+ *   latin_tokens(text)            text._latin_tokens (apostrophes dropped, identifiers found)
+ *   normalize(text)               text.normalize
+ *   stems_terms(tokens, stop, stems)   text.stems_and_terms, from the text's tokens
+ *   salient(tokens, stop, calendar, web)   text._salient_cues, from the text's tokens
+ *   name_cues(text, stop, calendar, units) the cues of text._capitalized_runs (no "/" in text)
+ *   identifier_cues(tokens, stop)      text._identifier_cues, from the text's tokens
+ *   first_valid(buckets, limit, worded)   text._first_valid (any str)
+ *   quoted_cues(text, stop)            text._quoted_cues
+ *
+ * Every index is checked against its buffer's length; buffers are sized from the input.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <string.h>
+
+#define IS_UPPER(c) ((c) >= 'A' && (c) <= 'Z')
+#define IS_LOWER(c) ((c) >= 'a' && (c) <= 'z')
+#define IS_DIGIT(c) ((c) >= '0' && (c) <= '9')
+#define IS_LETTER(c) (IS_UPPER(c) || IS_LOWER(c))
+#define IS_ALNUM(c) (IS_LETTER(c) || IS_DIGIT(c))
+#define IS_AW(c) (IS_ALNUM(c) || (c) == '_') /* text._AW: an ASCII word character */
+#define IS_ID_SEP(c) ((c) == '-' || (c) == '.' || (c) == '/' || (c) == ':' || (c) == '@')
+#define IS_NAME_SEP(c) ((c) == '-' || (c) == '.' || (c) == ':' || (c) == '@')
+#define IS_PART_SEP(c) ((c) == '-' || (c) == '.' || (c) == '_' || (c) == ':' || (c) == '@')
+
+/* ---------------------------------------------------------------------------------------- */
+/* Arguments and results                                                                     */
+/* ---------------------------------------------------------------------------------------- */
+
+/* The bytes of an ASCII str; -1 with TypeError or ValueError otherwise. */
+static int ascii_arg(PyObject *obj, const char **data, Py_ssize_t *size) {
+    if (!PyUnicode_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "expected str, got %.80s", Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyUnicode_READY(obj) < 0) return -1;
+#endif
+    if (!PyUnicode_IS_ASCII(obj)) {
+        PyErr_SetString(PyExc_ValueError, "ASCII text only (text.py handles the rest)");
+        return -1;
+    }
+    *data = (const char *)PyUnicode_1BYTE_DATA(obj);
+    *size = PyUnicode_GET_LENGTH(obj);
+    return 0;
+}
+
+static int set_arg(PyObject *obj, const char *name) {
+    if (!PyAnySet_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "%s: expected a set or frozenset, got %.80s", name,
+                     Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    return 0;
+}
+
+/* A new ASCII str of data[0:size]. */
+static PyObject *ascii_str(const char *data, Py_ssize_t size) {
+    PyObject *out = PyUnicode_New(size, 127);
+    if (out != NULL && size > 0) memcpy(PyUnicode_1BYTE_DATA(out), data, (size_t)size);
+    return out;
+}
+
+/* Append a new ASCII str of data[0:size] to list; -1 on error. */
+static int append_str(PyObject *list, const char *data, Py_ssize_t size) {
+    PyObject *item = ascii_str(data, size);
+    if (item == NULL) return -1;
+    int rc = PyList_Append(list, item);
+    Py_DECREF(item);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Porter stemmer: text._porter, step by step (the same rules in the same order)               */
+/* ---------------------------------------------------------------------------------------- */
+
+/* text._shape of w[0:n] into s: 'v' or 'c' per letter (y is a vowel after a consonant). */
+static void shape(const char *w, Py_ssize_t n, char *s) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        char ch = w[i];
+        if (ch == 'y')
+            s[i] = (i > 0 && s[i - 1] == 'c') ? 'v' : 'c';
+        else
+            s[i] = (ch == 'a' || ch == 'e' || ch == 'i' || ch == 'o' || ch == 'u') ? 'v' : 'c';
+    }
+}
+
+static Py_ssize_t measure(const char *w, Py_ssize_t n, char *s) {
+    Py_ssize_t m = 0;
+    shape(w, n, s);
+    for (Py_ssize_t i = 1; i < n; i++)
+        if (s[i - 1] == 'v' && s[i] == 'c') m++;
+    return m;
+}
+
+static int has_vowel(const char *w, Py_ssize_t n, char *s) {
+    shape(w, n, s);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (s[i] == 'v') return 1;
+    return 0;
+}
+
+static int ends(const char *w, Py_ssize_t n, const char *suffix) {
+    Py_ssize_t k = (Py_ssize_t)strlen(suffix);
+    return n >= k && memcmp(w + n - k, suffix, (size_t)k) == 0;
+}
+
+static int ends_double_consonant(const char *w, Py_ssize_t n, char *s) {
+    if (n < 2 || w[n - 1] != w[n - 2]) return 0;
+    shape(w, n, s);
+    return s[n - 1] == 'c';
+}
+
+static int ends_cvc(const char *w, Py_ssize_t n, char *s) {
+    if (n < 3 || w[n - 1] == 'w' || w[n - 1] == 'x' || w[n - 1] == 'y') return 0;
+    shape(w, n, s);
+    return s[n - 3] == 'c' && s[n - 2] == 'v' && s[n - 1] == 'c';
+}
+
+static void step1a(char *w, Py_ssize_t *n) {
+    if (ends(w, *n, "sses") || ends(w, *n, "ies"))
+        *n -= 2;
+    else if (ends(w, *n, "s") && !ends(w, *n, "ss"))
+        *n -= 1;
+}
+
+/* The buffer holds the original word, so adding one "e" after removing 2+ letters fits. */
+static void step1b_repair(char *w, Py_ssize_t *n, char *s) {
+    if (ends(w, *n, "at") || ends(w, *n, "bl") || ends(w, *n, "iz")) {
+        w[(*n)++] = 'e';
+    } else if (ends_double_consonant(w, *n, s)) {
+        char last = w[*n - 1];
+        if (last != 'l' && last != 's' && last != 'z') *n -= 1;
+    } else if (measure(w, *n, s) == 1 && ends_cvc(w, *n, s)) {
+        w[(*n)++] = 'e';
+    }
+}
+
+static void step1b(char *w, Py_ssize_t *n, char *s) {
+    if (ends(w, *n, "eed")) {
+        if (measure(w, *n - 3, s) > 0) *n -= 1;
+        return;
+    }
+    if (ends(w, *n, "ed") && has_vowel(w, *n - 2, s)) {
+        *n -= 2;
+        step1b_repair(w, n, s);
+    } else if (ends(w, *n, "ing") && has_vowel(w, *n - 3, s)) {
+        *n -= 3;
+        step1b_repair(w, n, s);
+    }
+}
+
+static void step1c(char *w, Py_ssize_t *n, char *s) {
+    if (ends(w, *n, "y") && has_vowel(w, *n - 1, s)) w[*n - 1] = 'i';
+}
+
+typedef struct {
+    const char *suffix, *replacement;
+} Rule;
+
+static const Rule STEP2[] = {
+    {"ational", "ate"}, {"tional", "tion"}, {"enci", "ence"}, {"anci", "ance"},
+    {"izer", "ize"},    {"bli", "ble"},     {"alli", "al"},   {"entli", "ent"},
+    {"eli", "e"},       {"ousli", "ous"},   {"ization", "ize"}, {"ation", "ate"},
+    {"ator", "ate"},    {"alism", "al"},    {"iveness", "ive"}, {"fulness", "ful"},
+    {"ousness", "ous"}, {"aliti", "al"},    {"iviti", "ive"}, {"biliti", "ble"},
+    {"logi", "log"},    {NULL, NULL},
+};
+static const Rule STEP3[] = {
+    {"icate", "ic"}, {"ative", ""}, {"alize", "al"}, {"iciti", "ic"},
+    {"ical", "ic"},  {"ful", ""},   {"ness", ""},    {NULL, NULL},
+};
+static const char *const STEP4[] = {
+    "al", "ance", "ence", "er", "ic", "able", "ible", "ant", "ement", "ment", "ent", "ion",
+    "ou", "ism", "ate", "iti", "ous", "ive", "ize", NULL,
+};
+
+/* The first rule whose suffix matches decides, even when its (m > 0) condition fails. Every
+ * replacement is no longer than its suffix, so the word never grows. */
+static void replace_suffix(char *w, Py_ssize_t *n, char *s, const Rule *rules) {
+    for (const Rule *rule = rules; rule->suffix != NULL; rule++) {
+        if (!ends(w, *n, rule->suffix)) continue;
+        Py_ssize_t base = *n - (Py_ssize_t)strlen(rule->suffix);
+        if (measure(w, base, s) > 0) {
+            Py_ssize_t k = (Py_ssize_t)strlen(rule->replacement);
+            memcpy(w + base, rule->replacement, (size_t)k);
+            *n = base + k;
+        }
+        return;
+    }
+}
+
+static void step4(char *w, Py_ssize_t *n, char *s) {
+    for (const char *const *suffix = STEP4; *suffix != NULL; suffix++) {
+        if (!ends(w, *n, *suffix)) continue;
+        Py_ssize_t base = *n - (Py_ssize_t)strlen(*suffix);
+        int st = base > 0 && (w[base - 1] == 's' || w[base - 1] == 't');
+        if (strcmp(*suffix, "ion") == 0 && !st) return;
+        if (measure(w, base, s) > 1) *n = base;
+        return;
+    }
+}
+
+static void step5(char *w, Py_ssize_t *n, char *s) {
+    if (ends(w, *n, "e")) {
+        Py_ssize_t m = measure(w, *n - 1, s);
+        if (m > 1 || (m == 1 && !ends_cvc(w, *n - 1, s))) *n -= 1;
+    }
+    if (ends(w, *n, "ll") && measure(w, *n, s) > 1) *n -= 1;
+}
+
+static PyObject *textc_porter(PyObject *self, PyObject *word) {
+    const char *data;
+    Py_ssize_t n;
+    if (!PyUnicode_Check(word)) {
+        PyErr_Format(PyExc_TypeError, "expected str, got %.80s", Py_TYPE(word)->tp_name);
+        return NULL;
+    }
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyUnicode_READY(word) < 0) return NULL;
+#endif
+    n = PyUnicode_GET_LENGTH(word);
+    if (n < 3 || !PyUnicode_IS_ASCII(word)) return Py_NewRef(word); /* not [a-z]{3,}: as is */
+    data = (const char *)PyUnicode_1BYTE_DATA(word);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!IS_LOWER(data[i])) return Py_NewRef(word);
+    char *buffer = PyMem_Malloc((size_t)n * 2);
+    if (buffer == NULL) return PyErr_NoMemory();
+    char *w = buffer, *s = buffer + n; /* the word, then its shape scratch */
+    Py_ssize_t size = n;
+    memcpy(w, data, (size_t)n);
+    step1a(w, &size);
+    step1b(w, &size, s);
+    step1c(w, &size, s);
+    replace_suffix(w, &size, s, STEP2);
+    replace_suffix(w, &size, s, STEP3);
+    step4(w, &size, s);
+    step5(w, &size, s);
+    PyObject *out = (size == n && memcmp(w, data, (size_t)n) == 0) ? Py_NewRef(word)
+                                                                    : ascii_str(w, size);
+    PyMem_Free(buffer);
+    return out;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Apostrophes and identifiers                                                               */
+/* ---------------------------------------------------------------------------------------- */
+
+/* Whether text._ASCII_APOS_RE matches at i: a letter after "<word char>'" with no word
+ * character after it, or a letter with no word character before it and "'<word char>" after. */
+static int apostrophe_letter(const char *t, Py_ssize_t n, Py_ssize_t i) {
+    if (!IS_LETTER(t[i])) return 0;
+    if (i >= 2 && t[i - 1] == '\'' && IS_AW(t[i - 2]) && (i + 1 >= n || !IS_AW(t[i + 1])))
+        return 1;
+    return (i == 0 || !IS_AW(t[i - 1])) && i + 2 < n && t[i + 1] == '\'' && IS_AW(t[i + 2]);
+}
+
+/* t without its apostrophe letters into out (room for n bytes); the new length. */
+static Py_ssize_t drop_into(const char *t, Py_ssize_t n, char *out) {
+    Py_ssize_t m = 0;
+    if (memchr(t, '\'', (size_t)n) == NULL) {
+        memcpy(out, t, (size_t)n);
+        return n;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!apostrophe_letter(t, n, i)) out[m++] = t[i];
+    return m;
+}
+
+static PyObject *textc_drop_apostrophes(PyObject *self, PyObject *text) {
+    const char *t;
+    Py_ssize_t n;
+    if (ascii_arg(text, &t, &n) < 0) return NULL;
+    if (memchr(t, '\'', (size_t)n) == NULL) return Py_NewRef(text);
+    char *buffer = PyMem_Malloc((size_t)n + 1);
+    if (buffer == NULL) return PyErr_NoMemory();
+    Py_ssize_t m = drop_into(t, n, buffer);
+    PyObject *out = m == n ? Py_NewRef(text) : ascii_str(buffer, m);
+    PyMem_Free(buffer);
+    return out;
+}
+
+/* End of the text._ASCII_ID_RE match at i, or -1 when none starts there. An optional "/"
+ * (not after a word character, ":" or "/"), word characters, then separator + word runs. */
+static Py_ssize_t identifier_end(const char *d, Py_ssize_t m, Py_ssize_t i) {
+    Py_ssize_t j;
+    if (d[i] == '/') {
+        if (i > 0 && (IS_AW(d[i - 1]) || d[i - 1] == ':' || d[i - 1] == '/')) return -1;
+        if (i + 1 >= m || !IS_AW(d[i + 1])) return -1;
+        j = i + 1;
+    } else if (IS_AW(d[i])) {
+        j = i;
+    } else {
+        return -1;
+    }
+    while (j < m && IS_AW(d[j])) j++;
+    while (j + 1 < m && IS_ID_SEP(d[j]) && IS_AW(d[j + 1])) {
+        j++;
+        while (j < m && IS_AW(d[j])) j++;
+    }
+    return j;
+}
+
+static PyObject *textc_latin_tokens(PyObject *self, PyObject *text) {
+    const char *t;
+    Py_ssize_t n;
+    if (ascii_arg(text, &t, &n) < 0) return NULL;
+    char *d = PyMem_Malloc((size_t)n + 1);
+    if (d == NULL) return PyErr_NoMemory();
+    Py_ssize_t m = drop_into(t, n, d);
+    PyObject *out = PyList_New(0);
+    if (out == NULL) goto fail;
+    for (Py_ssize_t i = 0; i < m;) {
+        Py_ssize_t end = identifier_end(d, m, i);
+        if (end < 0) {
+            i++;
+            continue;
+        }
+        if (append_str(out, d + i, end - i) < 0) goto fail;
+        i = end;
+    }
+    PyMem_Free(d);
+    PyObject *tuple = PyList_AsTuple(out);
+    Py_DECREF(out);
+    return tuple;
+fail:
+    PyMem_Free(d);
+    Py_XDECREF(out);
+    return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* normalize                                                                                 */
+/* ---------------------------------------------------------------------------------------- */
+
+/* normalize of ASCII text: lower case, control characters and whitespace runs to one space,
+ * none at the ends (text._normalize_ascii_pass, a fixed point at once). */
+static PyObject *textc_normalize(PyObject *self, PyObject *text) {
+    const char *t;
+    Py_ssize_t n, m = 0;
+    if (ascii_arg(text, &t, &n) < 0) return NULL;
+    char *out = PyMem_Malloc((size_t)n + 1);
+    if (out == NULL) return PyErr_NoMemory();
+    int gap = 0; /* a separator seen since the last kept character */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)t[i];
+        if (c <= ' ' || c == 0x7f) { /* controls (which include \t \n \v \f \r \x1c-\x1f) */
+            gap = 1;
+            continue;
+        }
+        if (gap && m > 0) out[m++] = ' ';
+        gap = 0;
+        out[m++] = (char)(IS_UPPER(c) ? c + ('a' - 'A') : c);
+    }
+    PyObject *result = (m == n && memcmp(out, t, (size_t)n) == 0) ? Py_NewRef(text)
+                                                                    : ascii_str(out, m);
+    PyMem_Free(out);
+    return result;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Words: a token and its parts (text._expand, text._parts, text._atoms)                     */
+/* ---------------------------------------------------------------------------------------- */
+
+/* The non-empty pieces of seg[0:n] split at - . _ : @ runs, appended to list; none when it
+ * holds no such separator (text._atoms). */
+static int append_atoms(PyObject *list, const char *seg, Py_ssize_t n) {
+    Py_ssize_t start = 0;
+    int split = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (IS_PART_SEP(seg[i])) split = 1;
+    if (!split) return 0;
+    for (Py_ssize_t i = 0; i <= n; i++) {
+        if (i == n || IS_PART_SEP(seg[i])) {
+            if (i > start && append_str(list, seg + start, i - start) < 0) return -1;
+            start = i + 1;
+        }
+    }
+    return 0;
+}
+
+/* Append the token, then its parts (text._parts), to list. */
+static int append_words(PyObject *list, PyObject *token) {
+    const char *t;
+    Py_ssize_t n;
+    if (ascii_arg(token, &t, &n) < 0) return -1;
+    if (PyList_Append(list, token) < 0) return -1;
+    if (memchr(t, '/', (size_t)n) == NULL) return append_atoms(list, t, n);
+    Py_ssize_t start = 0;
+    for (Py_ssize_t i = 0; i <= n; i++) {
+        if (i == n || t[i] == '/') {
+            if (i > start) {
+                if (append_str(list, t + start, i - start) < 0) return -1;
+                if (append_atoms(list, t + start, i - start) < 0) return -1;
+            }
+            start = i + 1;
+        }
+    }
+    return 0;
+}
+
+/* The words of a tuple of ASCII tokens (text._expand): a new list. */
+static PyObject *expand(PyObject *tokens) {
+    if (!PyTuple_Check(tokens)) {
+        PyErr_Format(PyExc_TypeError, "tokens: expected a tuple, got %.80s",
+                     Py_TYPE(tokens)->tp_name);
+        return NULL;
+    }
+    PyObject *words = PyList_New(0);
+    if (words == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tokens); i++) {
+        if (append_words(words, PyTuple_GET_ITEM(tokens, i)) < 0) {
+            Py_DECREF(words);
+            return NULL;
+        }
+    }
+    return words;
+}
+
+/* stems_terms(tokens, stop_words, stems): text.stems_and_terms of an ASCII text from its
+ * tokens: (the set of its words' stems, the stems of its non-stop words in order). ``stems``
+ * maps a word to its stem (text._STEMS, whose misses it fills itself). */
+static PyObject *textc_stems_terms(PyObject *self, PyObject *args) {
+    PyObject *tokens, *stop, *memo;
+    if (!PyArg_ParseTuple(args, "OOO:stems_terms", &tokens, &stop, &memo)) return NULL;
+    if (set_arg(stop, "stop_words") < 0) return NULL;
+    PyObject *words = expand(tokens), *stems = NULL, *terms = NULL;
+    if (words == NULL) return NULL;
+    if ((stems = PySet_New(NULL)) == NULL || (terms = PyList_New(0)) == NULL) goto fail;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(words); i++) {
+        PyObject *word = PyList_GET_ITEM(words, i); /* borrowed: the list holds it */
+        PyObject *stem = PyObject_GetItem(memo, word);
+        if (stem == NULL) goto fail;
+        int is_stop = PySet_Contains(stop, word);
+        int rc = is_stop < 0 ? -1 : PySet_Add(stems, stem);
+        if (rc == 0 && !is_stop) rc = PyList_Append(terms, stem);
+        Py_DECREF(stem);
+        if (rc < 0) goto fail;
+    }
+    Py_DECREF(words);
+    PyObject *pair = PyTuple_Pack(2, stems, terms);
+    Py_DECREF(stems);
+    Py_DECREF(terms);
+    return pair;
+fail:
+    Py_DECREF(words);
+    Py_XDECREF(stems);
+    Py_XDECREF(terms);
+    return NULL;
+}
+
+/* Whether word is salient (text._is_salient_word): -1 on error. */
+static int salient_word(PyObject *word, PyObject *calendar, PyObject *web) {
+    const char *w = (const char *)PyUnicode_1BYTE_DATA(word); /* checked by append_words */
+    Py_ssize_t n = PyUnicode_GET_LENGTH(word);
+    int digits = 0, all_digits = n > 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (IS_ID_SEP(w[i]) || w[i] == '_') return 0; /* an identifier */
+        if (IS_DIGIT(w[i]))
+            digits = 1;
+        else
+            all_digits = 0;
+    }
+    if (all_digits) return 0;
+    int found = PySet_Contains(calendar, word);
+    if (found != 0) return found < 0 ? -1 : 0;
+    found = PySet_Contains(web, word);
+    if (found != 0) return found < 0 ? -1 : 0;
+    return n >= 3 || digits;
+}
+
+/* salient(tokens, stop_words, calendar_words, web_parts): text._salient_cues of an ASCII
+ * text from its tokens. */
+static PyObject *textc_salient(PyObject *self, PyObject *args) {
+    PyObject *tokens, *stop, *calendar, *web;
+    if (!PyArg_ParseTuple(args, "OOOO:salient", &tokens, &stop, &calendar, &web)) return NULL;
+    if (set_arg(stop, "stop_words") < 0 || set_arg(calendar, "calendar_words") < 0 ||
+        set_arg(web, "web_parts") < 0)
+        return NULL;
+    PyObject *words = expand(tokens), *out;
+    if (words == NULL) return NULL;
+    if ((out = PyList_New(0)) == NULL) goto fail;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(words); i++) {
+        PyObject *word = PyList_GET_ITEM(words, i);
+        int keep = PySet_Contains(stop, word);
+        if (keep < 0) goto fail;
+        keep = keep ? 0 : salient_word(word, calendar, web);
+        if (keep < 0 || (keep && PyList_Append(out, word) < 0)) goto fail;
+    }
+    Py_DECREF(words);
+    return out;
+fail:
+    Py_DECREF(words);
+    Py_XDECREF(out);
+    return NULL;
+}
+
+/* Whether token[0:n] is a salient identifier (text._is_salient_identifier): a part between
+ * - . _ : @ / runs has a digit, or 2+ characters and is no stop word. -1 on error. */
+static int salient_identifier(const char *t, Py_ssize_t n, PyObject *stop) {
+    Py_ssize_t start = 0;
+    for (Py_ssize_t i = 0; i <= n; i++) {
+        if (i < n && !(IS_PART_SEP(t[i]) || t[i] == '/')) continue;
+        int digit = 0;
+        for (Py_ssize_t k = start; k < i; k++) digit |= IS_DIGIT(t[k]);
+        if (digit) return 1;
+        if (i - start >= 2) {
+            PyObject *part = ascii_str(t + start, i - start);
+            if (part == NULL) return -1;
+            int found = PySet_Contains(stop, part);
+            Py_DECREF(part);
+            if (found <= 0) return found < 0 ? -1 : 1;
+        }
+        start = i + 1;
+    }
+    return 0;
+}
+
+/* identifier_cues(tokens, stop_words): text._identifier_cues of an ASCII text from its tokens:
+ * each salient identifier, then for a path its segments that are identifiers themselves. */
+static PyObject *textc_identifier_cues(PyObject *self, PyObject *args) {
+    PyObject *tokens, *stop;
+    if (!PyArg_ParseTuple(args, "O!O:identifier_cues", &PyTuple_Type, &tokens, &stop)) return NULL;
+    if (set_arg(stop, "stop_words") < 0) return NULL;
+    PyObject *out = PyList_New(0);
+    if (out == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tokens); i++) {
+        PyObject *token = PyTuple_GET_ITEM(tokens, i);
+        const char *t;
+        Py_ssize_t n, k;
+        int slash = 0, alnum = 1;
+        if (ascii_arg(token, &t, &n) < 0) goto fail;
+        for (k = 0; k < n; k++) {
+            alnum &= IS_ALNUM(t[k]);
+            slash |= t[k] == '/';
+        }
+        if (alnum && n > 0) continue; /* a plain word, no identifier */
+        int salient = salient_identifier(t, n, stop);
+        if (salient < 0) goto fail;
+        if (!salient) continue;
+        if (PyList_Append(out, token) < 0) goto fail;
+        if (!slash) continue;
+        Py_ssize_t start = 0;
+        int separator = 0;
+        for (k = 0; k <= n; k++) {
+            if (k < n && t[k] != '/') {
+                separator |= IS_PART_SEP(t[k]);
+                continue;
+            }
+            if (separator && append_str(out, t + start, k - start) < 0) goto fail;
+            start = k + 1;
+            separator = 0;
+        }
+    }
+    return out;
+fail:
+    Py_DECREF(out);
+    return NULL;
+}
+
+/* Whether cue is a valid cue (text._is_valid_cue): 1 to 128 characters, one alphanumeric. */
+static int valid_cue(PyObject *cue) {
+    Py_ssize_t n = PyUnicode_GET_LENGTH(cue);
+    if (n == 0 || n > 128) return 0;
+    int kind = PyUnicode_KIND(cue);
+    const void *data = PyUnicode_DATA(cue);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (Py_UNICODE_ISALNUM(PyUnicode_READ(kind, data, i))) return 1;
+    return 0;
+}
+
+/* first_valid(buckets, limit, worded): text._first_valid: the cues of the buckets in order,
+ * valid (the last ``worded`` buckets: 128 characters at most), without duplicates, at most
+ * ``limit``. */
+static PyObject *textc_first_valid(PyObject *self, PyObject *args) {
+    PyObject *buckets, *seen = NULL, *out = NULL, *fast = NULL;
+    Py_ssize_t limit, worded;
+    if (!PyArg_ParseTuple(args, "Onn:first_valid", &buckets, &limit, &worded)) return NULL;
+    PyObject *all = PySequence_Fast(buckets, "buckets: expected a sequence");
+    if (all == NULL) return NULL;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(all), split = count - worded;
+    if ((seen = PySet_New(NULL)) == NULL || (out = PyList_New(0)) == NULL) goto fail;
+    for (Py_ssize_t b = 0; b < count && PyList_GET_SIZE(out) < limit; b++) {
+        fast = PySequence_Fast(PySequence_Fast_GET_ITEM(all, b), "a bucket: expected a sequence");
+        if (fast == NULL) goto fail;
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(fast); i++) {
+            PyObject *cue = PySequence_Fast_GET_ITEM(fast, i);
+            if (!PyUnicode_Check(cue)) {
+                PyErr_SetString(PyExc_TypeError, "a cue: expected str");
+                goto fail;
+            }
+#if PY_VERSION_HEX < 0x030C0000
+            if (PyUnicode_READY(cue) < 0) goto fail;
+#endif
+            if (b < split ? !valid_cue(cue) : PyUnicode_GET_LENGTH(cue) > 128) continue;
+            int found = PySet_Contains(seen, cue);
+            if (found < 0) goto fail;
+            if (found) continue;
+            if (PySet_Add(seen, cue) < 0 || PyList_Append(out, cue) < 0) goto fail;
+            if (PyList_GET_SIZE(out) >= limit) break;
+        }
+        Py_CLEAR(fast);
+    }
+    Py_DECREF(all);
+    Py_DECREF(seen);
+    return out;
+fail:
+    Py_XDECREF(fast);
+    Py_DECREF(all);
+    Py_XDECREF(seen);
+    Py_XDECREF(out);
+    return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Quotations: text._quoted_cues                                                             */
+/* ---------------------------------------------------------------------------------------- */
+
+/* Python's whitespace in ASCII (str.isspace, and re's \s): \t \n \v \f \r, \x1c-\x1f, space. */
+#define IS_SPACE(c) ((c) == ' ' || ((c) >= '\t' && (c) <= '\r') || ((c) >= 0x1c && (c) <= 0x1f))
+
+/* t with text._FENCE_RE's matches (```...``` without a newline inside) blanked, into u. */
+static void unfence(const char *t, Py_ssize_t n, char *u) {
+    memcpy(u, t, (size_t)n);
+    for (Py_ssize_t p = 0; p + 3 <= n;) {
+        if (memcmp(u + p, "```", 3) != 0) {
+            p++;
+            continue;
+        }
+        Py_ssize_t q = p + 3;
+        while (q + 3 <= n && memcmp(u + q, "```", 3) != 0 && u[q] != '\n') q++;
+        if (q + 3 > n || u[q] == '\n') { /* no closing fence on this line */
+            p++;
+            continue;
+        }
+        memset(u + p, ' ', (size_t)(q + 3 - p));
+        p = q + 3;
+    }
+}
+
+typedef struct {
+    Py_ssize_t start, from, to; /* the match's start, its group u[from:to] */
+    int backtick;
+} Quote;
+
+/* The matches of "([^"]+)" (or with backticks) in u, appended to out; the new count. */
+static Py_ssize_t simple_quotes(const char *u, Py_ssize_t n, char mark, Quote *out, Py_ssize_t k) {
+    for (Py_ssize_t p = 0; p < n;) {
+        const char *open = memchr(u + p, mark, (size_t)(n - p));
+        if (open == NULL) break;
+        Py_ssize_t o = open - u;
+        const char *close = o + 1 < n ? memchr(u + o + 1, mark, (size_t)(n - o - 1)) : NULL;
+        if (close == NULL) break;
+        Py_ssize_t c = close - u;
+        if (c == o + 1) { /* "" is no quotation; the second mark may open one */
+            p = o + 1;
+            continue;
+        }
+        out[k++] = (Quote){o, o + 1, c, mark == '`'};
+        p = c + 1;
+    }
+    return k;
+}
+
+/* The matches of text._QUOTE_RES[1] in u: a quote not after a word character, a group that
+ * neither starts nor ends with a space (nor holds a quote), a quote not before a word
+ * character. The group ends at the first quote after its first character, so that is the
+ * only closing quote to test. */
+static Py_ssize_t single_quotes(const char *u, Py_ssize_t n, Quote *out, Py_ssize_t k) {
+    for (Py_ssize_t p = 0; p < n; p++) {
+        if (u[p] != '\'' || (p >= 1 && IS_AW(u[p - 1]))) continue;
+        if (p + 1 >= n || u[p + 1] == '\'' || IS_SPACE(u[p + 1])) continue;
+        const char *close = p + 2 < n ? memchr(u + p + 2, '\'', (size_t)(n - p - 2)) : NULL;
+        if (close == NULL) break; /* no later quote: nothing more can match */
+        Py_ssize_t c = close - u;
+        if (IS_SPACE(u[c - 1]) || (c + 1 < n && IS_AW(u[c + 1]))) continue;
+        out[k++] = (Quote){p, p + 1, c, 0};
+        p = c; /* the loop's p++ resumes after the closing quote */
+    }
+    return k;
+}
+
+/* Append text._quote_cue(u[from:to]) to cues, if any. */
+static int append_quote_cue(PyObject *cues, const char *u, Py_ssize_t from, Py_ssize_t to) {
+    static const char strip[] = " .,;:!?";
+    while (from < to && memchr(strip, u[from], sizeof strip - 1) != NULL) from++;
+    while (to > from && memchr(strip, u[to - 1], sizeof strip - 1) != NULL) to--;
+    Py_ssize_t words = 0;
+    for (Py_ssize_t i = from; i < to; i++)
+        if (!IS_SPACE(u[i]) && (i == from || IS_SPACE(u[i - 1]))) words++;
+    if (to == from || words > 6) return 0; /* text._MAX_QUOTE_WORDS */
+    return append_str(cues, u + from, to - from);
+}
+
+/* Append text._command_cue(u[from:to]) to cues, if any: the first word of a span of 2+ words
+ * that looks like a program name and is no stop word. */
+static int append_command_cue(PyObject *cues, const char *u, Py_ssize_t from, Py_ssize_t to,
+                              PyObject *stop) {
+    while (from < to && IS_SPACE(u[from])) from++;
+    Py_ssize_t end = from;
+    while (end < to && !IS_SPACE(u[end])) end++;
+    Py_ssize_t next = end;
+    while (next < to && IS_SPACE(u[next])) next++;
+    if (end == from || next == to || !IS_LOWER(u[from])) return 0;
+    for (Py_ssize_t i = from + 1; i < end; i++) {
+        char c = u[i];
+        if (!(IS_LOWER(c) || IS_DIGIT(c) || c == '_' || c == '.' || c == '+' || c == '-')) return 0;
+    }
+    PyObject *name = ascii_str(u + from, end - from);
+    if (name == NULL) return -1;
+    int found = PySet_Contains(stop, name);
+    int rc = found < 0 ? -1 : found ? 0 : PyList_Append(cues, name);
+    Py_DECREF(name);
+    return rc;
+}
+
+static int by_start(const void *a, const void *b) {
+    Py_ssize_t x = ((const Quote *)a)->start, y = ((const Quote *)b)->start;
+    return (x > y) - (x < y);
+}
+
+/* quoted_cues(text, stop_words): text._quoted_cues of ASCII text. */
+static PyObject *textc_quoted_cues(PyObject *self, PyObject *args) {
+    PyObject *text, *stop, *cues = NULL;
+    const char *t;
+    Py_ssize_t n, k = 0;
+    if (!PyArg_ParseTuple(args, "OO:quoted_cues", &text, &stop)) return NULL;
+    if (ascii_arg(text, &t, &n) < 0 || set_arg(stop, "stop_words") < 0) return NULL;
+    if (memchr(t, '"', (size_t)n) == NULL && memchr(t, '\'', (size_t)n) == NULL &&
+        memchr(t, '`', (size_t)n) == NULL)
+        return PyList_New(0);
+    /* a match holds two marks, so at most n / 2 of them */
+    char *u = PyMem_Malloc((size_t)n + 1);
+    Quote *found = PyMem_Malloc(sizeof(Quote) * (size_t)(n / 2 + 1));
+    if (u == NULL || found == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    unfence(t, n, u);
+    k = simple_quotes(u, n, '"', found, k);
+    k = single_quotes(u, n, found, k);
+    k = simple_quotes(u, n, '`', found, k);
+    qsort(found, (size_t)k, sizeof(Quote), by_start); /* starts differ: their marks do */
+    if ((cues = PyList_New(0)) == NULL) goto done;
+    for (Py_ssize_t i = 0; i < k; i++) {
+        Quote *q = &found[i];
+        if (append_quote_cue(cues, u, q->from, q->to) < 0 ||
+            (q->backtick && append_command_cue(cues, u, q->from, q->to, stop) < 0)) {
+            Py_CLEAR(cues);
+            break;
+        }
+    }
+done:
+    PyMem_Free(u);
+    PyMem_Free(found);
+    return cues;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Names: text._ascii_name_runs and text._run_cues                                           */
+/* ---------------------------------------------------------------------------------------- */
+
+/* End of the text._NAME_TOKEN match at i, or -1: a whole alphanumeric token starting with a
+ * capital or a digit, with no word character (or separator joined to one) on either side. */
+static Py_ssize_t name_token_end(const char *d, Py_ssize_t m, Py_ssize_t i) {
+    if (!(IS_UPPER(d[i]) || IS_DIGIT(d[i]))) return -1;
+    if (i >= 1 && IS_AW(d[i - 1])) return -1;
+    if (i >= 2 && IS_NAME_SEP(d[i - 1]) && IS_AW(d[i - 2])) return -1;
+    Py_ssize_t e = i + 1;
+    while (e < m && IS_ALNUM(d[e])) e++;
+    if (e < m && IS_AW(d[e])) return -1;
+    if (e + 1 < m && IS_NAME_SEP(d[e]) && IS_AW(d[e + 1])) return -1;
+    return e;
+}
+
+typedef struct {
+    PyObject *word; /* the token, original case */
+    int common;     /* its lower case is a stop or calendar word (text._is_common) */
+} NameWord;
+
+/* Classify d[i:e]: 1 and *out filled for a name word (text._is_name_word), 0 if not, -1. */
+static int name_word(const char *d, Py_ssize_t i, Py_ssize_t e, PyObject *stop,
+                     PyObject *calendar, PyObject *units, NameWord *out) {
+    int lower = 0, upper = 0;
+    for (Py_ssize_t k = i; k < e; k++) {
+        lower |= IS_LOWER(d[k]);
+        upper += IS_UPPER(d[k]);
+    }
+    int capitalized = IS_UPPER(d[i]) && lower, acronym = !lower && upper >= 2;
+    if (!capitalized && !acronym) return 0;
+    PyObject *folded = PyUnicode_New(e - i, 127);
+    if (folded == NULL) return -1;
+    char *f = (char *)PyUnicode_1BYTE_DATA(folded);
+    for (Py_ssize_t k = i; k < e; k++) f[k - i] = IS_UPPER(d[k]) ? d[k] + ('a' - 'A') : d[k];
+    int found = PySet_Contains(units, folded); /* "10 GB": a unit, not a name */
+    int common = found != 0 ? 0 : PySet_Contains(stop, folded);
+    if (found == 0 && common == 0) common = PySet_Contains(calendar, folded);
+    Py_DECREF(folded);
+    if (found < 0 || common < 0) return -1;
+    if (found) return 0;
+    if ((out->word = ascii_str(d + i, e - i)) == NULL) return -1;
+    out->common = common;
+    return 1;
+}
+
+/* Append text._run_cues of run[0:n] to cues. */
+static int append_run_cues(PyObject *cues, NameWord *run, Py_ssize_t n) {
+    Py_ssize_t lo = 0, hi = n;
+    while (lo < hi && run[lo].common) lo++;
+    while (hi > lo && run[hi - 1].common) hi--;
+    if (hi - lo >= 2 && hi - lo <= 4) { /* text._MAX_NAME_WORDS */
+        PyObject *words = PyList_New(hi - lo), *space, *whole;
+        if (words == NULL) return -1;
+        for (Py_ssize_t k = lo; k < hi; k++) PyList_SET_ITEM(words, k - lo, Py_NewRef(run[k].word));
+        space = PyUnicode_FromStringAndSize(" ", 1);
+        whole = space == NULL ? NULL : PyUnicode_Join(space, words);
+        Py_XDECREF(space);
+        Py_DECREF(words);
+        if (whole == NULL) return -1;
+        int rc = PyList_Append(cues, whole);
+        Py_DECREF(whole);
+        if (rc < 0) return -1;
+    }
+    for (Py_ssize_t k = lo; k < hi; k++)
+        if (!run[k].common && PyList_Append(cues, run[k].word) < 0) return -1;
+    return 0;
+}
+
+static void clear_run(NameWord *run, Py_ssize_t *n) {
+    for (Py_ssize_t k = 0; k < *n; k++) Py_CLEAR(run[k].word);
+    *n = 0;
+}
+
+/* name_cues(text, stop_words, calendar_words, units): the cues of the name runs of ASCII text
+ * without "/" whose apostrophes are already dropped: [c for run in _ascii_name_runs(text) for
+ * c in _run_cues(run)]. */
+static PyObject *textc_name_cues(PyObject *self, PyObject *args) {
+    PyObject *text, *stop, *calendar, *units;
+    const char *d;
+    Py_ssize_t m, size = 0;
+    if (!PyArg_ParseTuple(args, "OOOO:name_cues", &text, &stop, &calendar, &units)) return NULL;
+    if (ascii_arg(text, &d, &m) < 0 || set_arg(stop, "stop_words") < 0 ||
+        set_arg(calendar, "calendar_words") < 0 || set_arg(units, "units") < 0)
+        return NULL;
+    if (memchr(d, '/', (size_t)m) != NULL) {
+        PyErr_SetString(PyExc_ValueError, "text without '/' only");
+        return NULL;
+    }
+    /* a run's words are separate tokens, so at most (m + 1) / 2 of them */
+    NameWord *run = PyMem_Calloc((size_t)(m / 2 + 1), sizeof(NameWord));
+    PyObject *cues = PyList_New(0);
+    if (run == NULL || cues == NULL) goto fail;
+    for (Py_ssize_t i = 0; i < m;) {
+        Py_ssize_t e = name_token_end(d, m, i);
+        if (e < 0) {
+            i++;
+            continue;
+        }
+        for (Py_ssize_t start = i;;) { /* the candidate: tokens separated by spaces or tabs */
+            int kind = name_word(d, start, e, stop, calendar, units, &run[size]);
+            if (kind < 0) goto fail;
+            if (kind) {
+                size++;
+            } else if (size > 0) {
+                if (append_run_cues(cues, run, size) < 0) goto fail;
+                clear_run(run, &size);
+            }
+            Py_ssize_t f = e;
+            while (f < m && (d[f] == ' ' || d[f] == '\t')) f++;
+            Py_ssize_t next = (f > e && f < m) ? name_token_end(d, m, f) : -1;
+            if (next < 0) break;
+            start = f;
+            e = next;
+        }
+        if (size > 0) {
+            if (append_run_cues(cues, run, size) < 0) goto fail;
+            clear_run(run, &size);
+        }
+        i = e;
+    }
+    PyMem_Free(run);
+    return cues;
+fail:
+    if (run != NULL) {
+        clear_run(run, &size);
+        PyMem_Free(run);
+    }
+    Py_XDECREF(cues);
+    return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
+static PyMethodDef methods[] = {
+    {"porter", textc_porter, METH_O, "text._porter of a word."},
+    {"drop_apostrophes", textc_drop_apostrophes, METH_O, "text._drop_apostrophes (ASCII)."},
+    {"latin_tokens", textc_latin_tokens, METH_O, "text._latin_tokens (ASCII)."},
+    {"normalize", textc_normalize, METH_O, "text.normalize (ASCII)."},
+    {"stems_terms", textc_stems_terms, METH_VARARGS, "text.stems_and_terms from tokens."},
+    {"salient", textc_salient, METH_VARARGS, "text._salient_cues from tokens."},
+    {"name_cues", textc_name_cues, METH_VARARGS, "The cues of text._ascii_name_runs."},
+    {"identifier_cues", textc_identifier_cues, METH_VARARGS, "text._identifier_cues from tokens."},
+    {"first_valid", textc_first_valid, METH_VARARGS, "text._first_valid."},
+    {"quoted_cues", textc_quoted_cues, METH_VARARGS, "text._quoted_cues (ASCII)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "_textc",
+    .m_doc = "The ASCII fast path of cuemap_integrations.text.",
+    .m_size = -1,
+    .m_methods = methods,
+};
+
+PyMODINIT_FUNC PyInit__textc(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && PyModule_AddIntConstant(m, "ABI_VERSION", 3) < 0) Py_CLEAR(m);
+    return m;
+}

@@ -1,0 +1,270 @@
+"""The compiled ASCII fast path (``_textc.c``) returns exactly what the Python text rules return.
+
+Each C function is compared with its Python reference in :mod:`cuemap_integrations.text` (run
+with the extension switched off: ``text._C`` set to None, the per-text caches cleared) on
+hypothesis-generated ASCII text (punctuation, apostrophes, digits, capitals, URLs, paths,
+quotes, backticks, e-mail addresses, control characters, long and odd strings) and on the fixed
+ingest corpus. The tests load the built module directly, so they run under ``CUEMAP_TEXTC=0``
+too; without a build they are skipped, unless ``CUEMAP_REQUIRE_KERNEL=1`` (CI) makes that fail.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+from unittest.mock import patch
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cuemap_integrations import text as text_module
+from tests.core.ingest_corpus import FRAGMENTS, corpus
+
+
+def _textc() -> ModuleType:
+    try:
+        module = importlib.import_module("cuemap_integrations._textc")
+    except ImportError:
+        if os.environ.get("CUEMAP_REQUIRE_KERNEL") == "1":
+            pytest.fail("CUEMAP_REQUIRE_KERNEL=1 but the text extension is not built")
+        pytest.skip("the text extension is not built (python hatch_build.py builds it)")
+    return module
+
+
+@pytest.fixture(scope="module")
+def textc() -> ModuleType:
+    return _textc()
+
+
+_CACHED = (text_module._latin_tokens, text_module._words_of, text_module._scan)
+
+
+@contextmanager
+def _python_only() -> Iterator[None]:
+    """The Python rules alone, with no per-text cache carrying a result of the C ones."""
+    for cached in _CACHED:
+        cached.cache_clear()
+    try:
+        with patch.object(text_module, "_C", None):
+            yield
+    finally:
+        for cached in _CACHED:
+            cached.cache_clear()
+
+
+def _reference(fn: Callable[..., Any], *args: Any) -> Any:
+    with _python_only():
+        return fn(*args)
+
+
+_PIECES = st.sampled_from([
+    *(f for f in FRAGMENTS if f.isascii()), "don't", "it's", "o'clock", "rock'n'roll",
+    "McDonald's", "'", "''", "a'b", "'x'",
+    "x'", "'x", "_'a", "a'_", "'9", "https://api.example.com/v1/x?y=1", "HTTP://Host:80/a",
+    "http://", "://", "/ops/clear-cache", "/a", "a//b", "x:/y", "/", "//", "~/x/y.py", "user_id",
+    "__init__", "v2.1", "config.yaml", "bob@example.com", "@", "-", ".", ":", "_", "a-", "-a",
+    "a.", "`curl -X POST`", "`", '"quoted words"', '"', "New York", "New  York", "New\tYork",
+    "API", "EC2", "2FA", "GitHub", "I", "A", "May", "Monday", "The", "Of", "10 GB", "GB", "5ms",
+    "$20", "10,000", "2023-05-08", "8 May, 2023", "Foo_bar", "A-B", "a-Foo", "Foo.", "Foo-",
+    "caresses", "running", "generalizations", "happy", "sky", "yyy", "agreed", "hoping", "ies",
+    "sses", "eed", "bled", "feed", "www", "com", "html", "123", "0", "a1", " ", "  ", "\t", "\n",
+    "\r\n", "\x00", "\x0b", "\x1c", "\x1f", "\x7f", "x" * 300, "A" * 50, "a-" * 30, "'a" * 20,
+    "Ab " * 40, "```", "```x```", "``", "`ls -la`", "`Make it`", "`the end`", "`a.b+c-d x`",
+    "'a b'", "' a'", "'a '", "'one two three four five six seven'", '"?!"', '" . "', "\x1d",
+    "\x0c", "'tis", "'a'b'",
+])  # fmt: skip
+ASCII_TEXT = st.one_of(
+    st.lists(_PIECES, max_size=12).map(" ".join),
+    st.lists(_PIECES, max_size=12).map("".join),
+    st.text(alphabet=st.characters(max_codepoint=127), max_size=300),
+    st.text(alphabet="aA1_-./:@' `\"\t\n", max_size=60),
+)
+# lower-case words with Porter's suffixes in them, and any short runs of the letters
+_SUFFIXES = st.sampled_from(
+    "s ss sses ies ied eed ed ing at bl iz y ational tional enci anci izer bli alli entli eli "
+    "ousli ization ation ator alism iveness fulness ousness aliti iviti biliti logi icate ative "
+    "alize iciti ical ful ness al ance ence er ic able ible ant ement ment ent ion sion tion ou "
+    "ism ate iti ous ive ize e ll l".split()
+)
+_STEMS = st.text(alphabet="bcdfglmnprstvwxyzaeiouy", max_size=8)
+WORDS = st.one_of(
+    st.tuples(_STEMS, _SUFFIXES, st.one_of(st.just(""), _SUFFIXES)).map("".join),
+    st.text(alphabet="abcdefghijklmnopqrstuvwxyz", max_size=14),
+    st.text(alphabet=st.characters(max_codepoint=127), max_size=8),
+    st.text(max_size=6),
+)
+
+
+def _normalized(text: str) -> str:
+    return _reference(text_module._normalize, text)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(WORDS)
+def test_porter_is_the_python_stemmer(textc: ModuleType, word: str) -> None:
+    assert textc.porter(word) == text_module._porter(word)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(ASCII_TEXT)
+def test_normalize_is_the_python_normalize(textc: ModuleType, text: str) -> None:
+    assert textc.normalize(text) == text_module._normalize(text)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(ASCII_TEXT)
+def test_apostrophes_and_tokens_are_the_python_ones(textc: ModuleType, text: str) -> None:
+    assert textc.drop_apostrophes(text) == text_module._drop_apostrophes(text)
+    for source in (text, _normalized(text)):
+        tokens = textc.latin_tokens(source)
+        assert isinstance(tokens, tuple)
+        assert tokens == _reference(text_module._latin_tokens.__wrapped__, source)
+
+
+def _check_text(textc: ModuleType, content: str) -> None:
+    """Every C function on ``content`` (ASCII) against its Python reference."""
+    normalized = _normalized(content)
+    tokens = _reference(text_module._latin_tokens.__wrapped__, normalized)
+    stems, terms = textc.stems_terms(tokens, text_module.STOP_WORDS, text_module._STEMS)
+    assert stems == _reference(text_module.word_stems, normalized)
+    assert terms == _reference(text_module.content_terms, normalized)
+    salient = textc.salient(
+        tokens, text_module.STOP_WORDS, text_module._CALENDAR_WORDS, text_module._WEB_PARTS
+    )
+    assert salient == _reference(text_module._salient_cues, normalized)
+    for source in (content, normalized):
+        quoted = textc.quoted_cues(source, text_module.STOP_WORDS)
+        assert quoted == _reference(text_module._quoted_cues, source)
+    identifiers = textc.identifier_cues(tokens, text_module.STOP_WORDS)
+    assert identifiers == _reference(text_module._identifier_cues, normalized)
+    dropped = text_module._drop_apostrophes(content)
+    if "/" not in dropped:
+        names = textc.name_cues(
+            dropped, text_module.STOP_WORDS, text_module._CALENDAR_WORDS, text_module._UNIT_SET
+        )
+        runs = _reference(text_module._ascii_name_runs, dropped)
+        assert names == [cue for run in runs for cue in text_module._run_cues(run)]
+    assert _reference(text_module._name_cues, content) == text_module._name_cues(content)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(ASCII_TEXT)
+def test_stems_terms_salient_words_and_names_are_the_python_ones(
+    textc: ModuleType, text: str
+) -> None:
+    _check_text(textc, text)
+
+
+_CUES = st.one_of(_PIECES, st.text(max_size=8), st.just(""), st.just("x" * 129), st.just("é" * 128))
+
+
+@settings(max_examples=1500, deadline=None)
+@given(
+    st.lists(st.lists(_CUES, max_size=8), max_size=8),
+    st.integers(min_value=1, max_value=60),
+    st.integers(min_value=0, max_value=8),
+)
+def test_first_valid_is_the_python_choice(
+    textc: ModuleType, buckets: list[list[str]], limit: int, worded: int
+) -> None:
+    worded = min(worded, len(buckets))
+    expected = _reference(lambda: text_module._first_valid(buckets, limit, worded=worded))
+    assert textc.first_valid(buckets, limit, worded) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(ASCII_TEXT, st.integers(min_value=1, max_value=60))
+def test_derive_cues_and_text_keys_are_the_python_ones(
+    textc: ModuleType, text: str, limit: int
+) -> None:
+    from cuemap_integrations.aliases import AliasTable
+    from cuemap_integrations.textkeys import text_keys
+
+    if text_module._C is None:
+        pytest.skip("CUEMAP_TEXTC=0: the extension is not in use")
+    aliases = AliasTable([("db", "database"), ("k8s", "kubernetes")])
+    expected = _reference(lambda: (text_module.derive_cues(text, limit=limit),
+                                   text_keys(text, aliases)))  # fmt: skip
+    assert (text_module.derive_cues(text, limit=limit), text_keys(text, aliases)) == expected
+
+
+def test_the_ingest_corpus_gives_the_python_results(textc: ModuleType, tmp_path: Path) -> None:
+    texts = [t for t in corpus(tmp_path) if t.isascii()]
+    assert len(texts) > 1000
+    for content in texts:
+        _check_text(textc, content)
+        assert textc.normalize(content) == text_module._normalize(content)
+        for word in _reference(text_module.words, content):
+            assert textc.porter(word) == text_module._porter(word)
+
+
+def test_non_ascii_text_is_refused_and_left_to_python(textc: ModuleType) -> None:
+    for fn in (textc.drop_apostrophes, textc.latin_tokens, textc.normalize):
+        with pytest.raises(ValueError, match="ASCII"):
+            fn("café")
+        with pytest.raises(TypeError):
+            fn(b"bytes")
+    assert textc.porter("café") == "café"  # not [a-z]{3,}: unchanged, as in Python
+    with pytest.raises(TypeError, match="set"):
+        textc.salient((), [], frozenset(), frozenset())
+    with pytest.raises(TypeError, match="tuple"):
+        textc.stems_terms(["a"], frozenset(), {})
+    with pytest.raises(ValueError, match="ASCII"):
+        textc.stems_terms(("é",), frozenset(), {})
+    assert text_module.derive_cues("Café in New York, don't") == _reference(
+        text_module.derive_cues, "Café in New York, don't"
+    )
+
+
+def test_an_error_from_the_stem_mapping_propagates(textc: ModuleType) -> None:
+    with pytest.raises(KeyError):
+        textc.stems_terms(("unknown",), frozenset(), {})
+
+
+def test_the_extension_is_chosen_unless_switched_off() -> None:
+    module = _textc()
+    if os.environ.get("CUEMAP_TEXTC", "1") == "0":
+        assert text_module._C is None
+    else:
+        assert text_module._C is module
+    code = "from cuemap_integrations import text; print(text._C is None)"
+    env = {**os.environ, "CUEMAP_TEXTC": "0"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.stdout.strip() == "True", out.stderr
+
+
+def test_the_build_hook_compiles_a_loadable_extension(tmp_path: Path) -> None:
+    hatch_build = pytest.importorskip("hatch_build")  # the repository root's build hook
+    cc = (sysconfig.get_config_var("CC") or "cc").split()[0]
+    if shutil.which(cc) is None:
+        pytest.skip(f"no C compiler ({cc})")
+    source = tmp_path / "_textc.c"
+    shutil.copy(Path(text_module.__file__).with_name("_textc.c"), source)
+    built = hatch_build.compile_textc(source)
+    assert built is not None and built.parent == tmp_path
+    spec = importlib.util.spec_from_file_location("_textc", built)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.ABI_VERSION == text_module._TEXTC_ABI
+    assert module.porter("generalizations") == "gener"
+
+
+def test_a_failed_compile_warns_and_builds_nothing(tmp_path: Path) -> None:
+    hatch_build = pytest.importorskip("hatch_build")
+    broken = tmp_path / "_textc.c"
+    broken.write_text("this is not C\n")
+    with pytest.warns(UserWarning, match="text extension did not compile"):
+        assert hatch_build.compile_textc(broken) is None
+    assert not hatch_build.textc_path(tmp_path).exists()
