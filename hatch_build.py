@@ -37,22 +37,31 @@ def kernel_path(package: Path = SOURCE.parent) -> Path:
     return package / f"_kernel{sysconfig.get_config_var('EXT_SUFFIX') or '.so'}"
 
 
-def compile_kernel(source: Path = SOURCE, target: Path | None = None) -> Path | None:
-    """Compile ``source`` into ``target``; None (with a warning) when that fails."""
-    target = kernel_path(source.parent) if target is None else target
-    compiler = shlex.split(sysconfig.get_config_var("CC") or "cc")
-    command = [*compiler, *FLAGS, "-o", str(target), str(source), "-lm"]
+def _compile(command: list[str], what: str, fallback: str) -> bool:
+    """Run the compiler ``command``; False (with a warning naming ``what`` and ``fallback``) on
+    failure: the package then runs without that library."""
     try:
         subprocess.run(command, check=True, capture_output=True, text=True)
     except (OSError, subprocess.CalledProcessError) as error:
         detail = getattr(error, "stderr", "") or str(error)
         warnings.warn(
-            f"cuemap-integrations: the C kernel did not compile ({' '.join(command)}): "
-            f"{detail.strip()}; recall uses the NumPy path",
-            stacklevel=2,
+            f"cuemap-integrations: {what} did not compile ({' '.join(command)}): "
+            f"{detail.strip()}; {fallback}",
+            stacklevel=3,
         )
-        return None
-    return target
+        return False
+    return True
+
+
+def _compiler() -> list[str]:
+    return shlex.split(sysconfig.get_config_var("CC") or "cc")
+
+
+def compile_kernel(source: Path = SOURCE, target: Path | None = None) -> Path | None:
+    """Compile ``source`` into ``target``; None (with a warning) when that fails."""
+    target = kernel_path(source.parent) if target is None else target
+    command = [*_compiler(), *FLAGS, "-o", str(target), str(source), "-lm"]
+    return target if _compile(command, "the C kernel", "recall uses the NumPy path") else None
 
 
 def textc_path(package: Path = TEXT_SOURCE.parent) -> Path:
@@ -63,23 +72,13 @@ def textc_path(package: Path = TEXT_SOURCE.parent) -> Path:
 def compile_textc(source: Path = TEXT_SOURCE, target: Path | None = None) -> Path | None:
     """Compile the extension module ``source`` into ``target``; None (with a warning) on failure."""
     target = textc_path(source.parent) if target is None else target
-    compiler = shlex.split(sysconfig.get_config_var("CC") or "cc")
     include = sysconfig.get_paths()["include"]
     # macOS links an extension without libpython: its symbols come from the interpreter
     link = ["-undefined", "dynamic_lookup"] if sys.platform == "darwin" else []
-    command = [*compiler, "-O2", "-shared", "-fPIC", f"-I{include}", *link, "-o", str(target),
+    command = [*_compiler(), "-O2", "-shared", "-fPIC", f"-I{include}", *link, "-o", str(target),
                str(source)]  # fmt: skip
-    try:
-        subprocess.run(command, check=True, capture_output=True, text=True)
-    except (OSError, subprocess.CalledProcessError) as error:
-        detail = getattr(error, "stderr", "") or str(error)
-        warnings.warn(
-            f"cuemap-integrations: the text extension did not compile ({' '.join(command)}): "
-            f"{detail.strip()}; ingest uses the pure-Python text rules",
-            stacklevel=2,
-        )
-        return None
-    return target
+    fallback = "ingest uses the pure-Python text rules"
+    return target if _compile(command, "the text extension", fallback) else None
 
 
 def compile_all() -> list[Path]:
