@@ -17,7 +17,7 @@
 
 /* The layout of every argument below: kernel.py refuses a library reporting another one (a
  * stale build next to newer sources). Raise it with any change to an argument or descriptor. */
-#define ABI_VERSION 7
+#define ABI_VERSION 8
 
 int64_t cm_abi_version(void) { return ABI_VERSION; }
 
@@ -427,8 +427,9 @@ static double evidence_of(const Cell *c, const Evidence *e, double *jump) {
 }
 
 /* Copy slot's sums to output row n if any list gave it evidence and refining kept it; zero its
- * scratch. */
-static int64_t emit(Scratch *s, int64_t slot, int64_t n, const Output *o, const Evidence *e) {
+ * scratch unless `hold`. */
+static int64_t emit(Scratch *s, int64_t slot, int64_t n, const Output *o, const Evidence *e,
+                    int hold) {
     Cell *c = s->cells + slot;
     if (!c->dropped && (c->matched > 0 || c->session > 0)) {
         double jump, score = evidence_of(c, e, &jump);
@@ -438,15 +439,16 @@ static int64_t emit(Scratch *s, int64_t slot, int64_t n, const Output *o, const 
         o->tag_only[n] = c->tagged > 0 && c->matched == c->tagged && c->session == 0;
         n++;
     }
-    *c = (Cell){0};
+    if (!hold) *c = (Cell){0};
     return n;
 }
 
 /* Write the reached slots ascending (a memory that got no evidence, e.g. from a zero self
- * factor, is left out) and reset the scratch: a scan of the bitmap (a word per 64 slots)
- * reads only the reached cells, where a scan of the cells would read them all. With `o` NULL,
- * only reset. Returns the rows written. */
-static int64_t collect(Scratch *s, const Output *o, const Evidence *e) {
+ * factor, is left out) and reset the scratch (with `hold`, leave it as it is: see
+ * cm_accumulate): a scan of the bitmap (a word per 64 slots) reads only the reached cells,
+ * where a scan of the cells would read them all. With `o` NULL, only reset. Returns the rows
+ * written. */
+static int64_t collect(Scratch *s, const Output *o, const Evidence *e, int hold) {
     int64_t n = 0, words = (s->size + 63) / 64;
     for (int64_t w = 0; w < words; w++) {
         uint64_t word = s->bits[w];
@@ -454,11 +456,11 @@ static int64_t collect(Scratch *s, const Output *o, const Evidence *e) {
             int64_t slot = w * 64 + __builtin_ctzll(word);
             word &= word - 1;
             if (o)
-                n = emit(s, slot, n, o, e);
+                n = emit(s, slot, n, o, e, hold);
             else
                 s->cells[slot] = (Cell){0};
         }
-        s->bits[w] = 0;
+        if (!hold) s->bits[w] = 0;
     }
     return n;
 }
@@ -508,20 +510,21 @@ typedef struct {
     double *base;
 } Cand;
 
-/* Add the n_lists lists' postings held by the candidates, list by list (a long one probed for
+/* Add the postings of lists first..n_lists-1 held by the candidates, list by list (a long one probed for
  * each candidate, a short one read whole for those marked), refining them before each list of
  * at least as many postings as candidates, if the rest bound has fallen since the last time:
  * a candidate's evidence and jump only grow, so only a lower rest can drop one, and checking
  * them costs less than reading or probing such a list (not so before each of a pass's dozens
  * of short session lists). Returns 0 or a negative code. */
-static int64_t add_candidates(Scratch *s, int64_t n_lists, const int64_t *list_ints,
-                              const double *list_doubles, const double *w,
-                              const int64_t *member_ints, const int64_t *slot_by_seq,
-                              int64_t n_seqs, const double *length, Cand *c, const Refine *r,
-                              const Evidence *e) {
+static int64_t add_candidates(Scratch *s, int64_t first, int64_t n_lists,
+                              const int64_t *list_ints, const double *list_doubles,
+                              const double *w, const int64_t *member_ints,
+                              const int64_t *slot_by_seq, int64_t n_seqs, const double *length,
+                              Cand *c, const Refine *r, const Evidence *e) {
     const int64_t *mi = member_ints;
     double last = r->base && r->from < n_lists ? r->rest[r->from] : 0.0; /* the checked rest */
-    for (int64_t l = 0; l < n_lists; l++) {
+    for (int64_t l = 0; l < first; l++) mi += list_ints[l * LIST_INTS + L_MEMBERS] * MEMBER_INTS;
+    for (int64_t l = first; l < n_lists; l++) {
         const int64_t *li = list_ints + l * LIST_INTS;
         const double *ld = list_doubles + l * LIST_DOUBLES;
         if (r->base && l >= r->from && r->rest[l] < last && postings_of(li, mi) >= c->n) {
@@ -544,11 +547,30 @@ static int64_t add_candidates(Scratch *s, int64_t n_lists, const int64_t *list_i
     return 0;
 }
 
+/* Reset every reached cell of the scratch but the n candidates' (slots checked), whose sums
+ * are kept (a held call's: see cm_accumulate); the candidates' bits are set again after. */
+static void keep_only(Scratch *s, int64_t n, const int64_t *slots) {
+    for (int64_t i = 0; i < n; i++) s->cells[slots[i]].dropped = -1; /* a flag until the scan */
+    for (int64_t w = 0; w < (s->size + 63) / 64; w++) {
+        uint64_t word = s->bits[w];
+        while (word) {
+            int64_t slot = w * 64 + __builtin_ctzll(word);
+            word &= word - 1;
+            Cell *c = s->cells + slot;
+            if (c->dropped == -1) continue;
+            *c = (Cell){0};
+            s->bits[w] &= ~(UINT64_C(1) << (slot & 63));
+        }
+    }
+    for (int64_t i = 0; i < n; i++) s->cells[slots[i]].dropped = 0;
+}
+
 /* Mark the n candidates' slots in the scratch's bitmap and copy them into c (bases too, when
- * refining). Returns 0, or a negative code (a slot that is not its seq's). */
+ * refining); with `resume`, first reset every other reached cell (keep_only). Returns 0, or a
+ * negative code (a slot that is not its seq's). */
 static int64_t take_candidates(Scratch *s, int64_t n, const int64_t *slots, const int64_t *seqs,
                                const int64_t *slot_by_seq, int64_t n_seqs, const Refine *r,
-                               Cand *c) {
+                               int resume, Cand *c) {
     size_t rows = (size_t)(n > 0 ? n : 1);
     c->n = n;
     c->slots = malloc(rows * sizeof *c->slots);
@@ -556,6 +578,11 @@ static int64_t take_candidates(Scratch *s, int64_t n, const int64_t *slots, cons
     c->base = malloc(rows * sizeof *c->base);
     if (!c->slots || !c->seqs || !c->base) return E_MEMORY;
     if (r->base && r->from < 0) return E_TYPE; /* add_candidates reads rest[from] */
+    for (int64_t i = 0; i < n; i++) {
+        int64_t slot = slots[i];
+        if (slot < 0 || slot >= s->size) return E_SLOT;
+    }
+    if (resume) keep_only(s, n, slots);
     for (int64_t i = 0; i < n; i++) {
         int64_t slot = slots[i], seq = seqs[i];
         if (slot < 0 || slot >= s->size || seq < 0 || seq >= n_seqs || slot_by_seq[seq] != slot)
@@ -577,23 +604,34 @@ static int64_t take_candidates(Scratch *s, int64_t n, const int64_t *slots, cons
  * rest (n_lists + 1), cut, refine_from: Refine's. Output: the reached slots ascending (less
  * those refining dropped) with their evidence (the score's query-dependent part), jump and
  * tag-only flag, at most o_cap rows. Returns the number of rows, or a negative code.
+ *
+ * hold (every slot the lists reach, n_cand < 0): leave the reached cells' sums and bits in the
+ * scratch after writing the output, for a call with `resume` to go on from (or cm_reset).
+ * resume > 0 (candidates only): the scratch holds what a held call over lists 0..resume-1 left
+ * (the candidates among its slots); every other cell is reset, the candidates keep their sums
+ * and only lists resume.. are added to them, in the same order: the same floats as summing
+ * every list for them, without reading the first lists again (arrays.py _compiled_narrowed).
  */
 int64_t cm_accumulate(int64_t n_lists, const int64_t *list_ints, const double *list_doubles,
                       const int64_t *member_ints, const int64_t *slot_by_seq, int64_t n_seqs,
                       int64_t block, const double *length, const double *weights, int64_t size,
                       Cell *cells, uint64_t *bits, int64_t n_cand, const int64_t *cand_slots,
                       const int64_t *cand_seqs, const double *cand_base, const double *rest,
-                      double cut, int64_t refine_from, int64_t *o_slots, double *o_evidence,
-                      double *o_jump, uint8_t *o_tag_only, int64_t o_cap) {
+                      double cut, int64_t refine_from, int64_t hold, int64_t resume,
+                      int64_t *o_slots, double *o_evidence, double *o_jump, uint8_t *o_tag_only,
+                      int64_t o_cap) {
     Scratch s = {cells, bits, size};
     Output o = {o_slots, o_evidence, o_jump, o_tag_only};
     Evidence e = {weights[3], weights[4], weights[5]};
     Refine r = {cand_base, rest, cut, refine_from};
     Cand c = {0, NULL, NULL, NULL};
     int64_t touched = n_cand > 0 ? n_cand : 0, code = 0;
-    if (e.w_session != 0.0 && !(e.cap > 0)) return E_TYPE;
-    if (n_cand >= 0)
-        code = take_candidates(&s, n_cand, cand_slots, cand_seqs, slot_by_seq, n_seqs, &r, &c);
+    if (e.w_session != 0.0 && !(e.cap > 0)) code = E_TYPE;
+    if ((hold && n_cand >= 0) || resume < 0 || resume > n_lists || (resume && n_cand < 0))
+        code = E_TYPE;
+    if (n_cand >= 0 && code == 0)
+        code = take_candidates(&s, n_cand, cand_slots, cand_seqs, slot_by_seq, n_seqs, &r,
+                               resume > 0, &c);
     int64_t n_members = code == 0 ? check_lists(n_lists, list_ints, member_ints) : 0;
     if (n_members < 0) code = n_members;
     if (n_cand < 0 && code == 0) {
@@ -603,15 +641,21 @@ int64_t cm_accumulate(int64_t n_lists, const int64_t *list_ints, const double *l
         touched = got < 0 ? touched : got;
     }
     if (n_cand >= 0 && code == 0)
-        code = add_candidates(&s, n_lists, list_ints, list_doubles, weights, member_ints,
-                              slot_by_seq, n_seqs, length, &c, &r, &e);
+        code = add_candidates(&s, resume, n_lists, list_ints, list_doubles, weights,
+                              member_ints, slot_by_seq, n_seqs, length, &c, &r, &e);
     free(c.slots), free(c.seqs), free(c.base);
     if (code == 0 && touched > o_cap) code = E_OUTPUT;
     if (code != 0) {
-        collect(&s, NULL, &e);
+        collect(&s, NULL, &e, 0);
         return code;
     }
-    return collect(&s, &o, &e);
+    return collect(&s, &o, &e, hold != 0);
+}
+
+/* Reset the scratch a held cm_accumulate call left (cells and bits to zero). */
+void cm_reset(int64_t size, Cell *cells, uint64_t *bits) {
+    Scratch s = {cells, bits, size};
+    collect(&s, NULL, NULL, 0);
 }
 
 /* How many distinct slots the n_members posting lists reach together (a concept's document

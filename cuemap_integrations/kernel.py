@@ -40,7 +40,7 @@ __all__ = [
     "union_size",
 ]  # fmt: skip
 
-ABI_VERSION = 7  # the argument layout _kernel.c implements (its ABI_VERSION)
+ABI_VERSION = 8  # the argument layout _kernel.c implements (its ABI_VERSION)
 # Every memory the lists reach is summed this many sequence numbers at a time (all lists for
 # one block, then the next; the same floats): a block's 32-byte cells, lengths and seq -> slot
 # entries (400 KB) stay in a core's L2 cache here (2 MB) while each list adds to them. CPU ms
@@ -94,8 +94,10 @@ def _declared(lib: Any) -> Any:
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
     lib.cm_abi_version.argtypes, lib.cm_abi_version.restype = [], i64
     lib.cm_accumulate.argtypes = [i64, ptr, ptr, ptr, ptr, i64, i64, ptr, ptr, i64, ptr, ptr]
-    lib.cm_accumulate.argtypes += [i64, *[ptr] * 4, ctypes.c_double, i64, *[ptr] * 4, i64]
+    lib.cm_accumulate.argtypes += [i64, *[ptr] * 4, ctypes.c_double, i64, i64, i64, *[ptr] * 4]
+    lib.cm_accumulate.argtypes += [i64]
     lib.cm_accumulate.restype = i64
+    lib.cm_reset.argtypes, lib.cm_reset.restype = [i64, ptr, ptr], None
     lib.cm_union_size.argtypes = [i64, ptr, ptr, i64, i64, ptr, ptr]
     lib.cm_union_size.restype = i64
     lib.cm_evidence.argtypes = [i64, ptr, ptr, ptr, i64, ptr, i64, ptr, ptr, ptr, ptr]
@@ -146,6 +148,20 @@ class Scratch:
         self.outputs: tuple[Any, Any, Any, Any] = ((), (), (), ())
         self.output_addresses: tuple[int, ...] = ()
         self._view_arrays: dict[str, tuple[Any, int]] = {}  # a view array's name -> it, its address
+        # (described lists, how many) whose sums a held call left in the cells (see accumulate)
+        self.held: tuple[_Descriptors, int] | None = None
+
+    def holds(self, described: _Descriptors, lists: int) -> bool:
+        """Whether the cells hold the sums of the first ``lists`` of ``described`` that a call
+        with ``hold`` left (no other call since)."""
+        held = self.held
+        return held is not None and held[0] is described and held[1] == lists
+
+    def reset(self) -> None:
+        """Zero what a held call left in the cells (nothing to do when none did)."""
+        if self.held is not None:
+            self.held = None
+            _library().cm_reset(self.size, *self.addresses)
 
     def output(self, rows: int) -> tuple[Any, Any, Any, Any]:
         """Slot, evidence, jump and tag-only arrays of at least ``rows`` rows (made once; their
@@ -198,32 +214,6 @@ class _Descriptors:
         self.lists = self.postings = 0
         self.memo = memo
 
-    def add(self, lst: _List) -> bool:
-        """Describe ``lst``; False when its gain is neither constant nor BM25."""
-        gain = lst.gain
-        if isinstance(gain, _TermGain):
-            self.ints.extend((_SIGNALS[lst.signal], 1, len(lst.postings), -1))
-            self.doubles.extend((gain.idf, 0.0, gain.k1, gain.b, gain.avg))
-        elif isinstance(gain, _Gain):
-            special = -1 if gain.special is None else gain.special
-            self.ints.extend((_SIGNALS[lst.signal], 0, len(lst.postings), special))
-            self.doubles.extend((gain.value, gain.special_value, 0.0, 0.0, 0.0))
-        else:
-            return False
-        memo, keys = self.memo, lst.keys
-        if memo is None or not keys or len(keys) != len(lst.postings):
-            for postings in lst.postings:
-                self.member(postings)
-        else:
-            held = memo.get(keys)
-            if held is None:
-                held = memo[keys] = _Members.of(lst.postings)
-            self.members.extend(held.members)
-            self.postings += held.postings
-            self.keep.append(held)  # its buffers
-        self.lists += 1
-        return True
-
     def member(self, postings: Postings) -> None:
         """Describe one posting list's buffers."""
         seqs, values = postings.buffers()
@@ -268,10 +258,42 @@ def describe(
     query's own lists again and the feedback pass carries some fifty concepts that come back
     recall after recall."""
     described = _Descriptors(memo)
-    for lst in lists:
-        if not described.add(lst):
+    # one loop over the lists, the integers and doubles gathered in lists and packed once: a
+    # method and three array calls per list were ~3 us of its ~25 per pass
+    ints: list[int] = []
+    doubles: list[float] = []
+    extend, hold, postings = described.members.extend, described.keep.append, 0
+    for signal, _, members, gain, keys in lists:
+        kind = _GAIN_KINDS.get(type(gain)) or _gain_kind(gain)
+        if kind == 1:  # BM25
+            ints += (_SIGNALS[signal], 1, len(members), -1)
+            doubles += (gain.idf, 0.0, gain.k1, gain.b, gain.avg)  # type: ignore[union-attr]
+        elif kind == 2:  # constant
+            value, special, special_value = gain  # type: ignore[misc]
+            ints += (_SIGNALS[signal], 0, len(members), -1 if special is None else special)
+            doubles += (value, special_value, 0.0, 0.0, 0.0)
+        else:
             return None
+        if memo is None or not keys or len(keys) != len(members):
+            held = _Members.of(members)
+        else:
+            held = memo.get(keys)  # type: ignore[assignment]
+            if held is None:
+                held = memo[keys] = _Members.of(members)
+        extend(held.members)
+        postings += held.postings
+        hold(held)  # its buffers
+    described.ints, described.doubles = array("q", ints), array("d", doubles)
+    described.lists, described.postings = len(lists), postings
     return described
+
+
+_GAIN_KINDS = {_TermGain: 1, _Gain: 2}  # a list's gain class -> its kind (0: the kernel's none)
+
+
+def _gain_kind(gain: object) -> int:
+    """A gain's kind by ``isinstance`` (a subclass of a known gain): 1 BM25, 2 constant, 0 else."""
+    return 1 if isinstance(gain, _TermGain) else 2 if isinstance(gain, _Gain) else 0
 
 
 class Refine(NamedTuple):
@@ -289,7 +311,8 @@ class Refine(NamedTuple):
 
 def accumulate(
     view: ArrayView, described: _Descriptors, weights: Sequence[float], *, lists: int = -1,
-    cand: tuple[Any, Any] | None = None, refine: Refine | None = None,
+    cand: tuple[Any, Any] | None = None, refine: Refine | None = None, hold: bool = False,
+    resume: int = 0,
 ) -> KernelSums:  # fmt: skip
     """The slots the described lists reach, ascending, with their evidence (one C call).
 
@@ -305,15 +328,27 @@ def accumulate(
             them), which the lists must reach; None: every memory the lists reach.
         refine: with ``cand``, leave out the candidates that cannot reach the cut (see
             :class:`Refine`); their sums are the same floats either way.
+        hold: without ``cand``, leave the sums in the scratch (see :meth:`Scratch.holds`) for
+            a call with ``resume`` to go on from; any other call resets them first.
+        resume: with ``cand``, the first list to add: the scratch holds the sums of lists
+            ``..resume`` (``scratch.holds(described, resume)``, the candidates among the
+            memories they reach), which the candidates keep (the same floats as summing
+            every list for them). 0: every list.
 
     Raises:
-        KernelError: a posting the view has no slot for (the view is out of step), or a
-            candidate that is not one.
+        KernelError: a posting the view has no slot for (the view is out of step), a
+            candidate that is not one, or a ``resume`` the scratch does not hold.
     """
     if len(weights) != 6:
         raise KernelError(f"the kernel takes 6 weights, got {len(weights)}")
     lists = described.lists if lists < 0 else min(lists, described.lists)
     scratch = view.scratch()
+    if resume and (cand is None or not scratch.holds(described, resume)):
+        raise KernelError(f"resuming at list {resume}, which the scratch does not hold")
+    if hold and cand is not None:
+        raise KernelError("only a call without candidates holds its sums")
+    if not resume:
+        scratch.reset()
     rows = described.postings if cand is None else len(cand[0])
     slots, evidence, jump, only = scratch.output(max(1, min(rows, view.size)))
     given = -1 if cand is None else len(cand[0])
@@ -325,8 +360,10 @@ def accumulate(
         lists, described.ints.buffer_info()[0], described.doubles.buffer_info()[0],
         described.members.buffer_info()[0], seq_map, len(view.slot_by_seq), BLOCK_SEQS, lengths,
         packed.buffer_info()[0], _slots(view, scratch), *scratch.addresses, given, cand_slots,
-        cand_seqs, base, rest.buffer_info()[0], cut, start, *scratch.output_addresses, len(slots),
+        cand_seqs, base, rest.buffer_info()[0], cut, start, int(hold), resume,
+        *scratch.output_addresses, len(slots),
     )  # fmt: skip
+    scratch.held = (described, lists) if hold and found >= 0 else None
     found = _checked(found)
     return KernelSums(slots[:found], evidence[:found], jump[:found], only[:found])
 
@@ -463,11 +500,13 @@ def union_size(view: ArrayView, postings: Sequence[Postings]) -> int:
     described = _Members.of(postings)  # keeps the buffers alive for the call
     scratch, members = view.scratch(), described.members.buffer_info()[0]
     seq_map, size = scratch.view_addresses(view)[0], _slots(view, scratch)
-    return _checked(
-        _library().cm_union_size(
-            len(postings), members, seq_map, len(view.slot_by_seq), size, *scratch.addresses
+    with scratch.lock:  # its bitmap: not while a held call's sums are in it (see accumulate)
+        scratch.reset()
+        return _checked(
+            _library().cm_union_size(
+                len(postings), members, seq_map, len(view.slot_by_seq), size, *scratch.addresses
+            )
         )
-    )
 
 
 def _checked(found: int) -> int:

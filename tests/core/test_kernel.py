@@ -478,6 +478,83 @@ def test_refining_drops_only_candidates_that_cannot_reach_the_cut(
     assert not view.scratch().cells.any() and not view.scratch().bits.any()
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=SEEDS,
+    query=QUERIES,
+    picked=st.lists(st.integers(0, 10**6), min_size=0, max_size=80),
+    taken=st.integers(1, 8),
+    refined=st.booleans(),
+)
+def test_resumed_candidates_get_every_lists_sums_bit_for_bit(
+    long_lists: CueMap, seed: int, query: list[str], picked: list[int], taken: int, refined: bool
+) -> None:
+    """Differential: a candidate call resuming from a held call's sums of the first lists
+    (``hold``, then ``resume``) against the candidate call summing every list itself: the same
+    rows, the same floats, whichever candidates (some the held lists never reached), with
+    refining or without; and the scratch is zero afterwards."""
+    cm, np, rnd = long_lists, arrays._np(), random.Random(seed)
+    index = cm._indexes["default"]
+    by_arrays(cm, "alpha", 1)  # the view exists
+    plan = plan_query("alpha beta " + " ".join(query), index, cm.aliases)
+    lists = topk.RecallMemo().lists(index, plan, cm.config) + _weighted_carried(cm, rnd)
+    described = arrays._described(lists, cm.config)
+    assert described is not None and described.lists.lists >= 2
+    taken = min(taken, described.lists.lists - 1)
+    cfg = cm.config
+    weights = (1.0, 0.7, 0.4, 0.6, 2.0, 0.5)
+    view = arrays.view_of(index)
+    reached = _dense_sums(cm, lists, kernel.BLOCK_SEQS)[0]
+    cand = np.array(sorted({reached[i % len(reached)] for i in picked}), dtype=np.int64)
+    refine = None
+    if refined:
+        base = np.array([rnd.uniform(0.0, 2.0) for _ in cand])
+        rest = topk.rest_bounds(described.ordered, cfg.weights["session"] * cfg.session_saturation)
+        refine = kernel.Refine(base, rest, rnd.uniform(0.0, 6.0), taken)
+    full = _candidate_sums(view, described, weights, cand, refine)
+    scratch = view.scratch()
+    with scratch.lock:
+        kernel.accumulate(view, described.lists, weights, lists=taken, hold=True)
+        assert scratch.holds(described.lists, taken) and scratch.bits.any()
+        found = kernel.accumulate(
+            view, described.lists, weights, cand=(cand, view.seq_at[cand]), refine=refine,
+            resume=taken,
+        )  # fmt: skip
+        sums = (found.evidence.tolist(), found.jump.tolist(), found.tag_only.tolist())
+        resumed = dict(zip(found.slots.tolist(), zip(*sums, strict=True), strict=True))
+    assert resumed == full
+    assert scratch.held is None and not scratch.cells.any() and not scratch.bits.any()
+
+
+def test_held_sums_are_reset_by_any_other_call_and_resumed_only_when_held() -> None:
+    cm = build(5, 400)
+    by_arrays(cm, "order", 3)
+    index = cm._indexes["default"]
+    view, np = arrays.view_of(index), arrays._np()
+    order = index.terms["order"]
+    lists = [_List("content", 1.0, (order,), arrays._Gain(1.0), ())] * 2
+    described = kernel.describe(lists)
+    assert described is not None
+    cand = view.slot_by_seq[np.array(sorted(order)[:3])].astype(np.int64)
+    pair = (cand, view.seq_at[cand].astype(np.int64))
+    weights = (1.0, 1.0, 1.0, 1.0, 1.0, 0.5)
+    scratch = view.scratch()
+    with scratch.lock:
+        with pytest.raises(kernel.KernelError, match="resuming"):
+            kernel.accumulate(view, described, weights, cand=pair, resume=1)
+        with pytest.raises(kernel.KernelError, match="holds"):
+            kernel.accumulate(view, described, weights, cand=pair, hold=True)
+        kernel.accumulate(view, described, weights, lists=1, hold=True)
+        with pytest.raises(kernel.KernelError, match="resuming"):
+            kernel.accumulate(view, described, weights, cand=pair, resume=2)  # not what it holds
+        assert kernel.union_size(view, [order]) == len(order)  # after a reset
+        assert scratch.held is None and not scratch.bits.any() and not scratch.cells.any()
+        kernel.accumulate(view, described, weights, lists=1, hold=True)
+        dense = kernel.accumulate(view, described, weights)  # resets, then sums every list
+        assert len(dense.slots) == len(order) and scratch.held is None
+    assert not scratch.cells.any() and not scratch.bits.any()
+
+
 def test_refining_is_refused_without_a_base_per_candidate() -> None:
     cm = build(5, 400)
     by_arrays(cm, "order", 3)
