@@ -10,8 +10,6 @@ from __future__ import annotations
 import math
 import os
 import random
-import shutil
-import sysconfig
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -347,28 +345,6 @@ def test_the_environment_variable_turns_the_kernel_off(monkeypatch: pytest.Monke
     assert kernel.enabled()
     monkeypatch.setenv("CUEMAP_KERNEL", "0")
     assert kernel.available() and not kernel.enabled()
-
-
-def test_the_build_hook_compiles_a_loadable_kernel(tmp_path: Path) -> None:
-    hatch_build = pytest.importorskip("hatch_build")  # the repository root's build hook
-    cc = (sysconfig.get_config_var("CC") or "cc").split()[0]
-    if shutil.which(cc) is None:
-        pytest.skip(f"no C compiler ({cc})")
-    source = tmp_path / "_kernel.c"
-    shutil.copy(Path(kernel.__file__).with_name("_kernel.c"), source)
-    built = hatch_build.compile_kernel(source)
-    assert built is not None and built.parent == tmp_path
-    lib = kernel.load(tmp_path)
-    assert lib is not None and lib.cm_abi_version() == kernel.ABI_VERSION
-
-
-def test_a_failed_compile_warns_and_builds_nothing(tmp_path: Path) -> None:
-    hatch_build = pytest.importorskip("hatch_build")
-    broken = tmp_path / "_kernel.c"
-    broken.write_text("this is not C\n")
-    with pytest.warns(UserWarning, match="did not compile"):
-        assert hatch_build.compile_kernel(broken) is None
-    assert kernel.load(tmp_path) is None
 
 
 @pytest.fixture(scope="module")

@@ -13,10 +13,8 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
-import shutil
 import subprocess
 import sys
-import sysconfig
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -242,29 +240,3 @@ def test_the_extension_is_chosen_unless_switched_off() -> None:
     env = {**os.environ, "CUEMAP_TEXTC": "0"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert out.stdout.strip() == "True", out.stderr
-
-
-def test_the_build_hook_compiles_a_loadable_extension(tmp_path: Path) -> None:
-    hatch_build = pytest.importorskip("hatch_build")  # the repository root's build hook
-    cc = (sysconfig.get_config_var("CC") or "cc").split()[0]
-    if shutil.which(cc) is None:
-        pytest.skip(f"no C compiler ({cc})")
-    source = tmp_path / "_textc.c"
-    shutil.copy(Path(text_module.__file__).with_name("_textc.c"), source)
-    built = hatch_build.compile_textc(source)
-    assert built is not None and built.parent == tmp_path
-    spec = importlib.util.spec_from_file_location("_textc", built)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    assert module.ABI_VERSION == text_module._TEXTC_ABI
-    assert module.porter("generalizations") == "gener"
-
-
-def test_a_failed_compile_warns_and_builds_nothing(tmp_path: Path) -> None:
-    hatch_build = pytest.importorskip("hatch_build")
-    broken = tmp_path / "_textc.c"
-    broken.write_text("this is not C\n")
-    with pytest.warns(UserWarning, match="text extension did not compile"):
-        assert hatch_build.compile_textc(broken) is None
-    assert not hatch_build.textc_path(tmp_path).exists()
