@@ -204,7 +204,9 @@ class CueMap:
         self._records = RecordTable()
         self._seq_of = SeqOf()
         self._indexes: dict[str, NamespaceIndex] = {}
-        self._columns = DocColumns()  # the indexes' per-memory values, by seq (index.py)
+        # the indexes' per-memory values, by seq (index.py); plain docs read their content
+        # and cues from the records, which are therefore stored before indexing, removed after
+        self._columns = DocColumns(self._records)
         self._access: dict[int, tuple[int, datetime]] = {}
         self._by_content = SeqsByDigest()  # content key -> seqs, in insertion order
         self._by_key: dict[tuple[str, str], int] = {}
@@ -323,17 +325,18 @@ class CueMap:
         )
 
     def _unindex(self, seq: int) -> MemoryRecord:
-        record = self._records.pop(seq)
+        record = self._records[seq]
+        index = self._indexes[record.namespace]
+        index.remove(seq)  # before the record goes: its doc reads the record's content, cues
+        if not len(index):
+            del self._indexes[record.namespace]
+        del self._records[seq]
         del self._seq_of[(record.namespace, record.memory_id)]
         self._threads.remove(seq, record)
         key = content_key(record)
         self._by_content.discard(key, seq)
         if record.key is not None and self._by_key.get((record.namespace, record.key)) == seq:
             del self._by_key[(record.namespace, record.key)]
-        index = self._indexes[record.namespace]
-        index.remove(seq)
-        if not len(index):
-            del self._indexes[record.namespace]
         self._access.pop(seq, None)
         return record
 

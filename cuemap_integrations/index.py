@@ -18,7 +18,7 @@ from collections import Counter, defaultdict, deque
 from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import chain, repeat
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .postings import PostingsTable, position, sorted_holds
 from .recordtable import insertion_numbers, interned
@@ -27,7 +27,7 @@ from .text import CueKeys, content_terms
 if TYPE_CHECKING:
     from .arrays import ArrayView
 
-__all__ = ["DocColumns", "DocTable", "IndexedDoc", "NamespaceIndex"]
+__all__ = ["DocColumns", "DocTable", "IndexedDoc", "NamespaceIndex", "SharedText"]
 
 
 class _Pending:
@@ -168,51 +168,85 @@ _ALL_ONES: dict[bytes, bytes] = {}  # b"\x01" * n -> itself: as many as distinct
 class DocColumns:
     """The per-memory values of every namespace index of one store, as columns indexed by
     ``seq``: term count (``array("I")``), last update (``array("d")``), type (a 2-byte code),
-    the content a plain doc's terms are derived from and its cues (lists: pointers to the
-    record's own string and cue tuple), and when it was indexed (``order``: an indexing number,
-    for :class:`DocTable`'s iteration order, kept only once a memory was indexed again).
+    the content a plain doc's terms are derived from and its cues, and when it was indexed
+    (``order``: an indexing number, for :class:`DocTable`'s iteration order, kept only once a
+    memory was indexed again).
 
     Why columns: an :class:`IndexedDoc` per memory cost 96 bytes (membreak.py 20000: index
-    1,544 -> 1,473 B/mem); these cost 30 bytes (38 with ``order``), and the scorer's hot loops
+    1,544 -> 1,473 B/mem); these cost 15 bytes (23 with ``order``), and the scorer's hot loops
     read a length or a timestamp by ``seq`` without an object in between. Why one table per
     store, not one per namespace: sequence numbers are the store's rowids, dense across all
     namespaces, so a namespace's columns indexed by ``seq`` would be as long as the whole
     store; shared, each ``seq`` has one entry. A ``seq`` no index holds any more (a deleted
-    memory) keeps its 30 (38) bytes, after reopening too (rowids stay).
+    memory) keeps its 15 (23) bytes, after reopening too (rowids stay).
+
+    A plain doc's content and cues are nearly always the very string and cue tuple its record
+    holds (the store indexes the record's own objects): ``records`` (the store's
+    :class:`~cuemap_integrations.recordtable.RecordTable`) has them, so a byte of flags
+    (``shared``) says which ones to read from it, where two list columns of pointers to the
+    same objects cost 18 bytes a memory (bench scale 100k: 891 -> 873). Those that are other
+    objects (or with no ``records``) are kept in two dicts by seq. The store therefore removes
+    a memory from its index before its record, and stores the record before indexing it.
 
     Example:
         >>> columns = DocColumns()
-        >>> columns.set(3, 5, 1.5, "fact", "five words of content here")
-        >>> columns.lengths[3], columns.updated[3], columns.type_of(3), len(columns.words)
-        (5, 1.5, 'fact', 1024)
+        >>> columns.set(3, 5, 1.5, "fact"); columns.hold(3, "five words of content here", ())
+        >>> columns.lengths[3], columns.updated[3], columns.type_of(3), columns.words_of(3)
+        (5, 1.5, 'fact', 'five words of content here')
     """
 
-    __slots__ = ("_code_of", "codes", "cues", "indexed", "lengths", "order", "types", "updated",
-                 "words")  # fmt: skip
+    __slots__ = ("_code_of", "_cues", "_words", "codes", "indexed", "lengths", "order",
+                 "records", "shared", "types", "updated")  # fmt: skip
 
-    def __init__(self) -> None:
+    def __init__(self, records: SharedText | None = None) -> None:
+        """``records``: where a plain doc's content and cues may be read (see above)."""
         self.lengths = array("I")
         self.updated = array("d")
         self.codes = array("H")  # index into ``types``
         self.types: list[str] = []
         self._code_of: dict[str, int] = {}
-        self.words: list[str | None] = []  # a plain doc's content (else None)
-        self.cues: list[tuple[str, ...] | None] = []  # a plain doc's cues (else None)
+        self.records = records
+        self.shared = array("B")  # by seq: _SHARED_WORDS | _SHARED_CUES, read from records
+        self._words: dict[int, str] = {}  # a plain doc's content, where not shared
+        self._cues: dict[int, tuple[str, ...]] = {}  # a plain doc's cues, where not shared
         # the indexing number of each seq's last indexing, kept once a DocTable indexes a seq
         # below its largest (see DocTable._hold); then the next indexing number
         self.order: array[int] | None = None
         self.indexed = 0
 
-    def set(self, seq: int, length: int, updated_ts: float, type: str, words: str | None) -> None:
+    def set(self, seq: int, length: int, updated_ts: float, type: str) -> None:
         """Write the values of memory ``seq`` (growing the columns to hold it)."""
-        if seq >= len(self.words):
+        if seq >= len(self.shared):
             self._grow(seq)
         code = self._code_of.get(type)
         if code is None:
             code = self._code_of[type] = len(self.types)
             self.types.append(type)
         self.lengths[seq], self.updated[seq], self.codes[seq] = length, updated_ts, code
-        self.words[seq] = words
+
+    def hold(self, seq: int, words: str | None, cues: tuple[str, ...] | None) -> None:
+        """Keep memory ``seq``'s plain doc content and cues (None: it has no plain doc)."""
+        records, flags = self.records, 0
+        if words is not None and records is not None and records.content_at(seq) is words:
+            flags = _SHARED_WORDS
+        _set_held(self._words, seq, None if flags else words)
+        if cues is not None and records is not None and records.cues_at(seq) is cues:
+            flags |= _SHARED_CUES
+            cues = None
+        _set_held(self._cues, seq, cues)
+        self.shared[seq] = flags
+
+    def words_of(self, seq: int) -> str | None:
+        """Memory ``seq``'s plain doc content (None: no plain doc)."""
+        if self.shared[seq] & _SHARED_WORDS:
+            return self.records.content_at(seq)  # type: ignore[union-attr]  # flagged: set
+        return self._words.get(seq)
+
+    def cues_of(self, seq: int) -> tuple[str, ...] | None:
+        """Memory ``seq``'s plain doc cues (None: no plain doc)."""
+        if self.shared[seq] & _SHARED_CUES:
+            return self.records.cues_at(seq)  # type: ignore[union-attr]  # flagged: set
+        return self._cues.get(seq)
 
     def type_of(self, seq: int) -> str:
         """The type of memory ``seq``."""
@@ -221,12 +255,29 @@ class DocColumns:
     def _grow(self, seq: int) -> None:
         """Room for ``seq``, and for about an eighth more (arrays grow in place: readers that
         hold one keep reading the same object)."""
-        more = max(seq + 1, len(self.words) + len(self.words) // 8 + 1024) - len(self.words)
-        for column in (self.lengths, self.updated, self.codes, self.order):
+        more = max(seq + 1, len(self.shared) + len(self.shared) // 8 + 1024) - len(self.shared)
+        for column in (self.lengths, self.updated, self.codes, self.order, self.shared):
             if column is not None:
                 column.frombytes(bytes(more * column.itemsize))
-        self.words.extend(repeat(None, more))
-        self.cues.extend(repeat(None, more))
+
+
+_SHARED_WORDS, _SHARED_CUES = 1, 2  # DocColumns.shared: what a plain doc reads from its record
+
+
+class SharedText(Protocol):
+    """Where :class:`DocColumns` reads a plain doc's content and cues by ``seq`` (the store's
+    record table)."""
+
+    def content_at(self, seq: int) -> str | None: ...
+    def cues_at(self, seq: int) -> tuple[str, ...] | None: ...
+
+
+def _set_held(held: dict[int, Any], seq: int, value: Any) -> None:
+    """Keep ``value`` for ``seq`` in the sparse column ``held`` (None: nothing kept)."""
+    if value is not None:
+        held[seq] = value
+    elif held:
+        held.pop(seq, None)
 
 
 class DocTable(Mapping[int, IndexedDoc]):
@@ -266,9 +317,9 @@ class DocTable(Mapping[int, IndexedDoc]):
             return held
         position(self._seqs, seq)
         columns = self.columns
-        words: Any = columns.words[seq]  # a plain doc's content
+        words: Any = columns.words_of(seq)  # a plain doc's content
         return IndexedDoc(
-            columns.cues[seq],  # type: ignore[arg-type]  # a plain doc's: not None
+            columns.cues_of(seq),  # type: ignore[arg-type]  # a plain doc's: not None
             (), words, columns.lengths[seq], columns.updated[seq], columns.type_of(seq),
         )  # fmt: skip
 
@@ -290,7 +341,7 @@ class DocTable(Mapping[int, IndexedDoc]):
         if held is not None:
             return held.cues
         position(self._seqs, seq)
-        return self.columns.cues[seq]  # type: ignore[return-value]  # a plain doc's: not None
+        return self.columns.cues_of(seq)  # type: ignore[return-value]  # a plain doc's: not None
 
     def tags(self, seq: int) -> tuple[str, ...]:
         """The tags memory ``seq`` indexed (without building its doc)."""
@@ -306,13 +357,13 @@ class DocTable(Mapping[int, IndexedDoc]):
         plain = isinstance(doc.words, str) and not doc.tags and not doc.context_names
         words = doc.words if isinstance(doc.words, str) and plain else None
         columns = self.columns
-        columns.set(seq, doc.length, doc.updated_ts, doc.type, words)
+        columns.set(seq, doc.length, doc.updated_ts, doc.type)
         if seq not in self:
             self._hold(seq)
             if columns.order is not None:
                 columns.order[seq] = columns.indexed
                 columns.indexed += 1
-        columns.cues[seq] = doc.cues if plain else None
+        columns.hold(seq, words, doc.cues if plain else None)
         if plain:
             self._others.pop(seq, None)
         else:
@@ -324,7 +375,7 @@ class DocTable(Mapping[int, IndexedDoc]):
         if seqs and seq < seqs[-1]:
             self._ascending = False
             if columns.order is None:
-                columns.order, columns.indexed = insertion_numbers(len(columns.words))
+                columns.order, columns.indexed = insertion_numbers(len(columns.shared))
             seqs.insert(bisect_left(seqs, seq), seq)
             return
         try:
@@ -340,8 +391,7 @@ class DocTable(Mapping[int, IndexedDoc]):
         doc = self[seq]
         del self._seqs[position(self._seqs, seq)]
         self._others.pop(seq, None)
-        # the content and cues are no longer the index's to keep
-        self.columns.words[seq] = self.columns.cues[seq] = None
+        self.columns.hold(seq, None, None)  # the content and cues: no longer the index's
         return doc
 
 

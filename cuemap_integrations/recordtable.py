@@ -469,6 +469,14 @@ class RecordTable(MutableMapping[int, MemoryRecord]):
         # Row's own __new__ is a Python function: this is a hot path (see Row)
         return tuple.__new__(Row, (memory_id, self._extra.get(seq, ()), seq, self))
 
+    def content_at(self, seq: int) -> str | None:
+        """Memory ``seq``'s content, or None (no such row): the string object the row holds."""
+        return self._contents[seq] if 0 <= seq < len(self._contents) else None
+
+    def cues_at(self, seq: int) -> tuple[str, ...] | None:
+        """Memory ``seq``'s cue tuple, or None (no such row): the tuple object the row holds."""
+        return self._cues[seq] if 0 <= seq < len(self._cues) else None
+
     def accessed(self, seq: int, count: int, when: datetime) -> None:
         """Give memory ``seq`` this access count and last access time (a flush of the counts
         recalls keep): only its row's ``extra`` is rewritten, to what packing the record with
