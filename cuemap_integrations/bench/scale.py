@@ -183,12 +183,18 @@ def _adds(store: Any, corpus: Corpus, seed: int, first: int) -> dict[str, Any]:
             "visible": ADDS - len(missed), "missed": missed}  # fmt: skip
 
 
-def _traced_cuemap_bytes(corpus: Corpus, seed: int, size: int) -> dict[str, Any]:
-    """tracemalloc growth of building an in-memory store, beyond the contents' own str size."""
+def _traced_cuemap_bytes(corpus: Corpus, seed: int, size: int, sites: int = 0) -> dict[str, Any]:
+    """tracemalloc growth of building an in-memory store, beyond the contents' own str size.
+
+    With ``sites`` > 0 the result also holds the ``sites`` allocation lines (``file:line``, the
+    innermost frame) that grew most, as ``{"site", "bytes_per_memory", "blocks_per_memory"}``:
+    the figure's breakdown, from the same build (``benchmarks/index_bytes.py`` prints it).
+    """
     from ..core import CueMap
 
     gc.collect()
     tracemalloc.start()
+    first = tracemalloc.take_snapshot() if sites else None
     before = tracemalloc.get_traced_memory()[0]
     store = CueMap(":memory:", clock=_fixed_clock)
     text_str = text_utf8 = 0
@@ -199,11 +205,28 @@ def _traced_cuemap_bytes(corpus: Corpus, seed: int, size: int) -> dict[str, Any]
         del batch
     gc.collect()
     growth = tracemalloc.get_traced_memory()[0] - before
+    grown = _grown_sites(first, tracemalloc.take_snapshot(), size, sites) if first else None
     tracemalloc.stop()
     store.close()
-    return {"traced_growth_bytes": growth, "content_str_bytes": text_str,
-            "content_utf8_bytes": text_utf8,
-            "index_bytes_per_memory": (growth - text_str) / size}  # fmt: skip
+    figures = {"traced_growth_bytes": growth, "content_str_bytes": text_str,
+               "content_utf8_bytes": text_utf8,
+               "index_bytes_per_memory": (growth - text_str) / size}  # fmt: skip
+    return figures if grown is None else {**figures, "sites": grown}
+
+
+def _grown_sites(
+    first: tracemalloc.Snapshot, last: tracemalloc.Snapshot, size: int, top: int
+) -> list[dict[str, Any]]:
+    """The ``top`` allocation lines that grew most from ``first`` to ``last``, per memory."""
+    own = [tracemalloc.Filter(False, tracemalloc.__file__)]  # not the snapshots' own blocks
+    grew = [d for d in last.filter_traces(own).compare_to(first.filter_traces(own), "lineno")
+            if d.size_diff > 0]  # fmt: skip
+    grew.sort(key=lambda d: (-d.size_diff, str(d.traceback)))
+    return [
+        {"site": f"{Path(d.traceback[0].filename).name}:{d.traceback[0].lineno}",
+         "bytes_per_memory": d.size_diff / size, "blocks_per_memory": d.count_diff / size}
+        for d in grew[:top]
+    ]  # fmt: skip
 
 
 def _durable_file(corpus: Corpus, seed: int, size: int) -> dict[str, Any]:
