@@ -100,6 +100,8 @@ def compare(
         report[f"cpu_ms_{stat}"] = ms
         report[f"new_over_old_{stat}"] = ms["new"] / ms["old"]
     report["new_over_old"] = report["new_over_old_median"]  # the headline figure, as before
+    # each query's pair, to see which queries move a mean the median does not
+    report["cpu_ms_each"] = [[o * 1000.0, n * 1000.0] for o, n in zip(*times.values(), strict=True)]
     return report
 
 
