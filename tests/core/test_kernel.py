@@ -413,6 +413,18 @@ def _candidate_sums(
         return dict(zip(found.slots.tolist(), zip(*sums, strict=True), strict=True))
 
 
+def _described_pass(cm: CueMap, query: list[str], rnd: random.Random) -> tuple[Any, Any, Any]:
+    """The index, lists and kernel description of a pass over ``long_lists`` for ``query``,
+    with weighted carried lists drawn from ``rnd``."""
+    index = cm._indexes["default"]
+    by_arrays(cm, "alpha", 1)  # the view exists
+    plan = plan_query("alpha beta " + " ".join(query), index, cm.aliases)
+    lists = topk.RecallMemo().lists(index, plan, cm.config) + _weighted_carried(cm, rnd)
+    described = arrays._described(lists, cm.config)
+    assert described is not None
+    return index, lists, described
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     seed=SEEDS,
@@ -428,12 +440,7 @@ def test_refining_drops_only_candidates_that_cannot_reach_the_cut(
     drops has a final evidence plus base below the cut (it could not reach theta); every other
     one keeps exactly the floats it has without refining, whatever lists were taken (start)."""
     cm, np, rnd = long_lists, arrays._np(), random.Random(seed)
-    index = cm._indexes["default"]
-    by_arrays(cm, "alpha", 1)  # the view exists
-    plan = plan_query("alpha beta " + " ".join(query), index, cm.aliases)
-    lists = topk.RecallMemo().lists(index, plan, cm.config) + _weighted_carried(cm, rnd)
-    described = arrays._described(lists, cm.config)
-    assert described is not None
+    index, lists, described = _described_pass(cm, query, rnd)
     w, cfg = cm.config.weights, cm.config
     weights = (w["cue"], w["tag"], w["content"], w["session"], cfg.session_saturation,
                cfg.session_only_factor)  # fmt: skip
@@ -470,12 +477,8 @@ def test_resumed_candidates_get_every_lists_sums_bit_for_bit(
     rows, the same floats, whichever candidates (some the held lists never reached), with
     refining or without; and the scratch is zero afterwards."""
     cm, np, rnd = long_lists, arrays._np(), random.Random(seed)
-    index = cm._indexes["default"]
-    by_arrays(cm, "alpha", 1)  # the view exists
-    plan = plan_query("alpha beta " + " ".join(query), index, cm.aliases)
-    lists = topk.RecallMemo().lists(index, plan, cm.config) + _weighted_carried(cm, rnd)
-    described = arrays._described(lists, cm.config)
-    assert described is not None and described.lists.lists >= 2
+    index, lists, described = _described_pass(cm, query, rnd)
+    assert described.lists.lists >= 2
     taken = min(taken, described.lists.lists - 1)
     cfg = cm.config
     weights = (1.0, 0.7, 0.4, 0.6, 2.0, 0.5)
