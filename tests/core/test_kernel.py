@@ -712,3 +712,40 @@ def test_the_kernels_walk_and_kth_are_numpys(
         expected_kth = arrays._kth(view, slots, key, k, admitted, skip)
     assert list(walked) == list(expected_walk)
     assert kth == expected_kth
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    keys=st.lists(st.sampled_from([-1.0, 0.0, 0.5, 0.5 + 1e-12, 1.0, 2.0, 3.5]), max_size=120),
+    block=st.integers(1, 130),
+    skipping=st.booleans(),
+    seed=st.integers(0, 2**16),
+)  # fmt: skip
+def test_the_kernels_best_block_is_numpys(
+    viewed: tuple[CueMap, arrays.ArrayView], keys: list[float], block: int, skipping: bool,
+    seed: int,
+) -> None:  # fmt: skip
+    """arrays._best_block through the kernel gives the rows NumPy's argpartition gives: the
+    same keys, each with its own slot, none skipped; the same slots unless keys tie at the
+    block's edge (either way may take any of the tied ones)."""
+    _, view = viewed
+    np, rnd = arrays._np(), random.Random(seed)
+    slots = np.array(sorted(rnd.sample(range(view.size), len(keys))), dtype=np.int64)
+    key = np.array(keys, dtype=np.float64)
+    skip = np.array([rnd.random() < 0.3 for _ in keys], dtype=bool) if skipping else None
+    got_slots, got_keys = arrays._best_block(view, slots, key, block, skip)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CUEMAP_KERNEL", "0")
+        want_slots, want_keys = arrays._best_block(view, slots, key, block, skip)
+    assert sorted(got_keys.tolist()) == sorted(want_keys.tolist())
+    own = dict(zip(slots.tolist(), key.tolist(), strict=True))
+    skipped = set() if skip is None else set(slots[skip].tolist())
+    assert len(set(got_slots.tolist())) == len(got_slots)
+    pairs = zip(got_slots.tolist(), got_keys.tolist(), strict=True)
+    assert all(own[s] == v and s not in skipped for s, v in pairs)
+    wanted = set(want_slots.tolist())
+    left = [v for s, v in own.items() if s not in skipped and s not in wanted]
+    if not len(want_keys) or min(want_keys) not in left:  # no tie at the edge
+        assert set(got_slots.tolist()) == set(want_slots.tolist())
