@@ -585,7 +585,10 @@ def _compiled(
         )
         if narrowed is not None:
             return narrowed
-    return _from_kernel(kernel.accumulate(view, lists, weights))
+    # what cannot reach an earlier pass's k-th best is not written: _within_reach would drop
+    # it, and at 10k memories a feedback pass's ~3,700 rows became ~110 (none left to check)
+    least = None if floor == -math.inf else kernel.Floor(scorer.prior_max, floor - _EPSILON)
+    return _from_kernel(kernel.accumulate(view, lists, weights, floor=least))
 
 
 def _from_kernel(found: kernel.KernelSums) -> tuple[Any, _Sums, Any]:

@@ -749,3 +749,52 @@ def test_the_kernels_best_block_is_numpys(
     left = [v for s, v in own.items() if s not in skipped and s not in wanted]
     if not len(want_keys) or min(want_keys) not in left:  # no tie at the edge
         assert set(got_slots.tolist()) == set(want_slots.tolist())
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=SEEDS,
+    query=QUERIES,
+    share=st.floats(0.0, 1.0),
+    prior_max=st.sampled_from([0.0, 0.2, 1.5]),
+)
+def test_a_floor_leaves_out_only_the_rows_below_it_bit_for_bit(
+    long_lists: CueMap, seed: int, query: list[str], share: float, prior_max: float
+) -> None:
+    """Differential: the call over every memory with a floor against it without one: the rows
+    whose evidence plus prior_max reaches the cut (as arrays._within_reach tests it, a cut at
+    a row's own value kept), in order, with the same floats; none other; the scratch zero."""
+    cm, rnd = long_lists, random.Random(seed)
+    index, _, described = _described_pass(cm, query, rnd)
+    weights = (1.0, 0.7, 0.4, 0.6, 2.0, 0.5)
+    view = arrays.view_of(index)
+
+    def rows(floor: kernel.Floor | None) -> list[tuple[int, float, float, bool]]:
+        with view.scratch().lock:
+            found = kernel.accumulate(view, described.lists, weights, floor=floor)
+            sums = (found.slots, found.evidence, found.jump, found.tag_only)
+            return list(zip(*(values.tolist() for values in sums), strict=True))
+
+    every = rows(None)
+    ordered = sorted(row[1] + prior_max for row in every)
+    cut = ordered[min(int(share * len(ordered)), len(ordered) - 1)] if ordered else 0.0
+    expected = [row for row in every if row[1] + prior_max >= cut]
+    assert rows(kernel.Floor(prior_max, cut)) == expected
+    assert rows(kernel.Floor(prior_max, -math.inf)) == every
+    assert not view.scratch().cells.any() and not view.scratch().bits.any()
+
+
+def test_only_a_call_over_every_memory_not_held_takes_a_floor() -> None:
+    cm = build(5, 400)
+    by_arrays(cm, "order", 3)
+    index = cm._indexes["default"]
+    plan = plan_query("order shipping", index, cm.aliases)
+    described = arrays._described(topk.RecallMemo().lists(index, plan, cm.config), cm.config)
+    assert described is not None
+    view, floor = arrays.view_of(index), kernel.Floor(0.2, 1.0)
+    weights = (1.0, 0.7, 0.4, 0.6, 2.0, 0.5)
+    cand = arrays._np().array([0], dtype="int64")
+    with pytest.raises(kernel.KernelError, match="floor"):
+        kernel.accumulate(view, described.lists, weights, hold=True, floor=floor)
+    with pytest.raises(kernel.KernelError, match="floor"):
+        kernel.accumulate(view, described.lists, weights, cand=(cand, cand), floor=floor)
