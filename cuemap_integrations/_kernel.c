@@ -17,7 +17,7 @@
 
 /* The layout of every argument below: kernel.py refuses a library reporting another one (a
  * stale build next to newer sources). Raise it with any change to an argument or descriptor. */
-#define ABI_VERSION 8
+#define ABI_VERSION 9
 
 int64_t cm_abi_version(void) { return ABI_VERSION; }
 
@@ -60,6 +60,8 @@ typedef struct {
     double *evidence;
     double *jump; /* what matching the query later adds to a session-only memory (else 0) */
     uint8_t *tag_only;
+    /* a row whose evidence + prior stays below cut is not written (-INFINITY: every row) */
+    double prior, cut;
 } Output;
 
 /* The query-dependent part of a score (arrays.py _evidence), from the session weight,
@@ -426,18 +428,20 @@ static double evidence_of(const Cell *c, const Evidence *e, double *jump) {
     return score;
 }
 
-/* Copy slot's sums to output row n if any list gave it evidence and refining kept it; zero its
- * scratch unless `hold`. */
+/* Copy slot's sums to output row n if any list gave it evidence, refining kept it and it
+ * reaches the output's cut; zero its scratch unless `hold`. */
 static int64_t emit(Scratch *s, int64_t slot, int64_t n, const Output *o, const Evidence *e,
                     int hold) {
     Cell *c = s->cells + slot;
     if (!c->dropped && (c->matched > 0 || c->session > 0)) {
         double jump, score = evidence_of(c, e, &jump);
-        o->slots[n] = slot;
-        o->evidence[n] = score;
-        o->jump[n] = jump;
-        o->tag_only[n] = c->tagged > 0 && c->matched == c->tagged && c->session == 0;
-        n++;
+        if (score + o->prior >= o->cut) { /* arrays._within_reach's test, the same floats */
+            o->slots[n] = slot;
+            o->evidence[n] = score;
+            o->jump[n] = jump;
+            o->tag_only[n] = c->tagged > 0 && c->matched == c->tagged && c->session == 0;
+            n++;
+        }
     }
     if (!hold) *c = (Cell){0};
     return n;
@@ -605,6 +609,11 @@ static int64_t take_candidates(Scratch *s, int64_t n, const int64_t *slots, cons
  * those refining dropped) with their evidence (the score's query-dependent part), jump and
  * tag-only flag, at most o_cap rows. Returns the number of rows, or a negative code.
  *
+ * floor_cut, prior_max (every slot, without hold; else ignored): a slot whose evidence +
+ * prior_max stays below floor_cut is not written (-INFINITY: none is left out). The caller
+ * passes an earlier pass's k-th best score less the rounding margin (arrays.py _compiled): such
+ * a memory cannot reach the k-th best, and arrays._within_reach would drop it by the same test.
+ *
  * hold (every slot the lists reach, n_cand < 0): leave the reached cells' sums and bits in the
  * scratch after writing the output, for a call with `resume` to go on from (or cm_reset).
  * resume > 0 (candidates only): the scratch holds what a held call over lists 0..resume-1 left
@@ -618,10 +627,12 @@ int64_t cm_accumulate(int64_t n_lists, const int64_t *list_ints, const double *l
                       Cell *cells, uint64_t *bits, int64_t n_cand, const int64_t *cand_slots,
                       const int64_t *cand_seqs, const double *cand_base, const double *rest,
                       double cut, int64_t refine_from, int64_t hold, int64_t resume,
-                      int64_t *o_slots, double *o_evidence, double *o_jump, uint8_t *o_tag_only,
-                      int64_t o_cap) {
+                      double floor_cut, double prior_max, int64_t *o_slots, double *o_evidence,
+                      double *o_jump, uint8_t *o_tag_only, int64_t o_cap) {
     Scratch s = {cells, bits, size};
-    Output o = {o_slots, o_evidence, o_jump, o_tag_only};
+    int dense = n_cand < 0 && !hold;
+    Output o = {o_slots, o_evidence, o_jump, o_tag_only, dense ? prior_max : 0.0,
+                dense ? floor_cut : -INFINITY};
     Evidence e = {weights[3], weights[4], weights[5]};
     Refine r = {cand_base, rest, cut, refine_from};
     Cand c = {0, NULL, NULL, NULL};

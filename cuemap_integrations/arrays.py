@@ -585,7 +585,10 @@ def _compiled(
         )
         if narrowed is not None:
             return narrowed
-    return _from_kernel(kernel.accumulate(view, lists, weights))
+    # what cannot reach an earlier pass's k-th best is not written: _within_reach would drop
+    # it, and at 10k memories a feedback pass's ~3,700 rows became ~110 (none left to check)
+    least = None if floor == -math.inf else kernel.Floor(scorer.prior_max, floor - _EPSILON)
+    return _from_kernel(kernel.accumulate(view, lists, weights, floor=least))
 
 
 def _from_kernel(found: kernel.KernelSums) -> tuple[Any, _Sums, Any]:
@@ -793,13 +796,9 @@ def _within_reach(
     at: Any = slice(None) if whole else positions
     evidence = _evidence(sums, at, cfg, scorer)
     tag_only = sums.tag_only(at)  # ranked after every other match: never the k-th
-    neg = np.negative(evidence)  # best first; tag-only matches last
-    neg[tag_only] = np.inf
-    block = max(4 * k, 64)
-    top = np.argpartition(neg, block - 1)[:block]
-    top = top[~tag_only[top]]
-    lower = evidence[top] + _priors(view, cand[top], scorer)  # without the bonus: a lower bound
-    theta = max(_kth(view, cand[top], lower, k, admitted), floor)
+    slots, best = _best_block(view, cand, evidence, max(4 * k, 64), tag_only)
+    lower = best + _priors(view, slots, scorer)  # without the bonus: a lower bound
+    theta = max(_kth(view, slots, lower, k, admitted), floor)
     if theta == -math.inf:
         return cand, positions
     reach = evidence + scorer.prior_max >= theta - _EPSILON
@@ -939,15 +938,39 @@ def _probed_theta(
     fewer than k rank): every list summed for them in one kernel call (each long list probed
     for those few), plus their priors (without the bonus). The lists taken alone may give the
     leaders too little, where the long lists give them most of their score."""
-    np = _np()
     block = min(len(cand), max(2 * k, k + 16))
     if block < k:
         return -math.inf
-    top = np.argpartition(-lower, block - 1)[:block] if block < len(cand) else np.arange(block)
-    best = np.sort(cand[top])  # ascending, as the kernel probes candidates best
+    best = _np().sort(_best_block(view, cand, lower, block)[0])  # ascending: the kernel probes
     found = kernel.accumulate(view, described, weights, cand=(best, view.seq_at[best]))
     exact = found.evidence + _priors(view, found.slots, scorer)
     return _kth(view, found.slots, exact, k, admitted, found.tag_only)
+
+
+def _best_block(
+    view: ArrayView, cand: Any, key: Any, block: int, skip: Any = None
+) -> tuple[Any, Any]:
+    """The slots of the best ``block`` of ``cand`` by ``key`` (those ``skip`` marks left out)
+    and their keys, in no promised order. Among keys tied at the block's edge the kernel's and
+    NumPy's way may take different ones: callers only take a lower bound of the k-th best from
+    the block, which any of them gives.
+
+    By the kernel's heap when it is on (:func:`kernel.top`: one pass over the keys, where
+    ``argpartition`` of a dense pass's ~30k rows at 100k memories took ~370 us), else by NumPy.
+    """
+    np = _np()
+    if _compiled_top(cand, key, skip):
+        best = kernel.top(view, np.ascontiguousarray(cand), np.ascontiguousarray(key), block,
+                          None if skip is None else np.ascontiguousarray(skip))  # fmt: skip
+        seqs = np.frombuffer(best.seqs, dtype=np.int64)
+        return view.slot_by_seq[seqs], np.frombuffer(best.keys, dtype=np.float64)
+    neg = np.negative(key)  # best first; skipped ones last
+    if skip is not None:
+        neg[skip] = np.inf
+    top = np.argpartition(neg, block - 1)[:block] if block < len(cand) else np.arange(len(cand))
+    if skip is not None:
+        top = top[~skip[top]]
+    return cand[top], key[top]
 
 
 def _joined(lists: Sequence[Any], size: int) -> tuple[Any, list[Any]]:

@@ -20,6 +20,7 @@ one scratch at once and no Python code changes a buffer while C reads it.
 from __future__ import annotations
 
 import ctypes
+import math
 import os
 import threading
 from array import array
@@ -35,12 +36,12 @@ if TYPE_CHECKING:
     from .arrays import ArrayView
 
 __all__ = [
-    "ABI_VERSION", "KernelError", "KernelSums", "RawEvidence", "Refine", "Scratch", "Top",
+    "ABI_VERSION", "Floor", "KernelError", "KernelSums", "RawEvidence", "Refine", "Scratch", "Top",
     "accumulate", "available", "describe", "enabled", "evidence", "load", "top",
     "union_size",
 ]  # fmt: skip
 
-ABI_VERSION = 8  # the argument layout _kernel.c implements (its ABI_VERSION)
+ABI_VERSION = 9  # the argument layout _kernel.c implements (its ABI_VERSION)
 # Every memory the lists reach is summed this many sequence numbers at a time (all lists for
 # one block, then the next; the same floats): a block's 32-byte cells, lengths and seq -> slot
 # entries (400 KB) stay in a core's L2 cache here (2 MB) while each list adds to them. CPU ms
@@ -94,8 +95,8 @@ def _declared(lib: Any) -> Any:
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
     lib.cm_abi_version.argtypes, lib.cm_abi_version.restype = [], i64
     lib.cm_accumulate.argtypes = [i64, ptr, ptr, ptr, ptr, i64, i64, ptr, ptr, i64, ptr, ptr]
-    lib.cm_accumulate.argtypes += [i64, *[ptr] * 4, ctypes.c_double, i64, i64, i64, *[ptr] * 4]
-    lib.cm_accumulate.argtypes += [i64]
+    lib.cm_accumulate.argtypes += [i64, *[ptr] * 4, ctypes.c_double, i64, i64, i64]
+    lib.cm_accumulate.argtypes += [ctypes.c_double, ctypes.c_double, *[ptr] * 4, i64]
     lib.cm_accumulate.restype = i64
     lib.cm_reset.argtypes, lib.cm_reset.restype = [i64, ptr, ptr], None
     lib.cm_union_size.argtypes = [i64, ptr, ptr, i64, i64, ptr, ptr]
@@ -309,10 +310,22 @@ class Refine(NamedTuple):
     start: int  # the first list after which to refine
 
 
+class Floor(NamedTuple):
+    """What :func:`accumulate` leaves out of a call over every memory the lists reach: a
+    memory whose evidence plus ``prior_max`` stays below ``cut`` (an earlier pass's k-th best
+    score less the rounding margin) cannot be among the k best, and is not written."""
+
+    prior_max: float  # the most a memory's prior (recency, type, bonus) adds to its score
+    cut: float
+
+
+_NO_FLOOR = Floor(0.0, -math.inf)
+
+
 def accumulate(
     view: ArrayView, described: _Descriptors, weights: Sequence[float], *, lists: int = -1,
     cand: tuple[Any, Any] | None = None, refine: Refine | None = None, hold: bool = False,
-    resume: int = 0,
+    resume: int = 0, floor: Floor | None = None,
 ) -> KernelSums:  # fmt: skip
     """The slots the described lists reach, ascending, with their evidence (one C call).
 
@@ -334,6 +347,8 @@ def accumulate(
             ``..resume`` (``scratch.holds(described, resume)``, the candidates among the
             memories they reach), which the candidates keep (the same floats as summing
             every list for them). 0: every list.
+        floor: without ``cand`` or ``hold``, leave out the memories that cannot reach it (see
+            :class:`Floor`).
 
     Raises:
         KernelError: a posting the view has no slot for (the view is out of step), a
@@ -347,6 +362,9 @@ def accumulate(
         raise KernelError(f"resuming at list {resume}, which the scratch does not hold")
     if hold and cand is not None:
         raise KernelError("only a call without candidates holds its sums")
+    if floor is not None and (hold or cand is not None):
+        raise KernelError("only a call over every memory, not held, leaves out those below a floor")
+    least = _NO_FLOOR if floor is None else floor
     if not resume:
         scratch.reset()
     rows = described.postings if cand is None else len(cand[0])
@@ -361,7 +379,7 @@ def accumulate(
         described.members.buffer_info()[0], seq_map, len(view.slot_by_seq), BLOCK_SEQS, lengths,
         packed.buffer_info()[0], _slots(view, scratch), *scratch.addresses, given, cand_slots,
         cand_seqs, base, rest.buffer_info()[0], cut, start, int(hold), resume,
-        *scratch.output_addresses, len(slots),
+        float(least.cut), float(least.prior_max), *scratch.output_addresses, len(slots),
     )  # fmt: skip
     scratch.held = (described, lists) if hold and found >= 0 else None
     found = _checked(found)

@@ -712,3 +712,89 @@ def test_the_kernels_walk_and_kth_are_numpys(
         expected_kth = arrays._kth(view, slots, key, k, admitted, skip)
     assert list(walked) == list(expected_walk)
     assert kth == expected_kth
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    keys=st.lists(st.sampled_from([-1.0, 0.0, 0.5, 0.5 + 1e-12, 1.0, 2.0, 3.5]), max_size=120),
+    block=st.integers(1, 130),
+    skipping=st.booleans(),
+    seed=st.integers(0, 2**16),
+)  # fmt: skip
+def test_the_kernels_best_block_is_numpys(
+    viewed: tuple[CueMap, arrays.ArrayView], keys: list[float], block: int, skipping: bool,
+    seed: int,
+) -> None:  # fmt: skip
+    """arrays._best_block through the kernel gives the rows NumPy's argpartition gives: the
+    same keys, each with its own slot, none skipped; the same slots unless keys tie at the
+    block's edge (either way may take any of the tied ones)."""
+    _, view = viewed
+    np, rnd = arrays._np(), random.Random(seed)
+    slots = np.array(sorted(rnd.sample(range(view.size), len(keys))), dtype=np.int64)
+    key = np.array(keys, dtype=np.float64)
+    skip = np.array([rnd.random() < 0.3 for _ in keys], dtype=bool) if skipping else None
+    got_slots, got_keys = arrays._best_block(view, slots, key, block, skip)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CUEMAP_KERNEL", "0")
+        want_slots, want_keys = arrays._best_block(view, slots, key, block, skip)
+    assert sorted(got_keys.tolist()) == sorted(want_keys.tolist())
+    own = dict(zip(slots.tolist(), key.tolist(), strict=True))
+    skipped = set() if skip is None else set(slots[skip].tolist())
+    assert len(set(got_slots.tolist())) == len(got_slots)
+    pairs = zip(got_slots.tolist(), got_keys.tolist(), strict=True)
+    assert all(own[s] == v and s not in skipped for s, v in pairs)
+    wanted = set(want_slots.tolist())
+    left = [v for s, v in own.items() if s not in skipped and s not in wanted]
+    if not len(want_keys) or min(want_keys) not in left:  # no tie at the edge
+        assert set(got_slots.tolist()) == set(want_slots.tolist())
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=SEEDS,
+    query=QUERIES,
+    share=st.floats(0.0, 1.0),
+    prior_max=st.sampled_from([0.0, 0.2, 1.5]),
+)
+def test_a_floor_leaves_out_only_the_rows_below_it_bit_for_bit(
+    long_lists: CueMap, seed: int, query: list[str], share: float, prior_max: float
+) -> None:
+    """Differential: the call over every memory with a floor against it without one: the rows
+    whose evidence plus prior_max reaches the cut (as arrays._within_reach tests it, a cut at
+    a row's own value kept), in order, with the same floats; none other; the scratch zero."""
+    cm, rnd = long_lists, random.Random(seed)
+    index, _, described = _described_pass(cm, query, rnd)
+    weights = (1.0, 0.7, 0.4, 0.6, 2.0, 0.5)
+    view = arrays.view_of(index)
+
+    def rows(floor: kernel.Floor | None) -> list[tuple[int, float, float, bool]]:
+        with view.scratch().lock:
+            found = kernel.accumulate(view, described.lists, weights, floor=floor)
+            sums = (found.slots, found.evidence, found.jump, found.tag_only)
+            return list(zip(*(values.tolist() for values in sums), strict=True))
+
+    every = rows(None)
+    ordered = sorted(row[1] + prior_max for row in every)
+    cut = ordered[min(int(share * len(ordered)), len(ordered) - 1)] if ordered else 0.0
+    expected = [row for row in every if row[1] + prior_max >= cut]
+    assert rows(kernel.Floor(prior_max, cut)) == expected
+    assert rows(kernel.Floor(prior_max, -math.inf)) == every
+    assert not view.scratch().cells.any() and not view.scratch().bits.any()
+
+
+def test_only_a_call_over_every_memory_not_held_takes_a_floor() -> None:
+    cm = build(5, 400)
+    by_arrays(cm, "order", 3)
+    index = cm._indexes["default"]
+    plan = plan_query("order shipping", index, cm.aliases)
+    described = arrays._described(topk.RecallMemo().lists(index, plan, cm.config), cm.config)
+    assert described is not None
+    view, floor = arrays.view_of(index), kernel.Floor(0.2, 1.0)
+    weights = (1.0, 0.7, 0.4, 0.6, 2.0, 0.5)
+    cand = arrays._np().array([0], dtype="int64")
+    with pytest.raises(kernel.KernelError, match="floor"):
+        kernel.accumulate(view, described.lists, weights, hold=True, floor=floor)
+    with pytest.raises(kernel.KernelError, match="floor"):
+        kernel.accumulate(view, described.lists, weights, cand=(cand, cand), floor=floor)
