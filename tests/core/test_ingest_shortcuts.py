@@ -7,15 +7,17 @@ import sys
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cuemap_integrations import MemoryRecord, recordtable, text
+from cuemap_integrations import MemoryRecord, recordtable, redact, text
 from cuemap_integrations.core import _updated_stamp
 from cuemap_integrations.index import NamespaceIndex
 from cuemap_integrations.text import content_terms
 
 from .test_index_batch import KEYS, _lexicons, _state
+from .test_ingest_prefilters import _SECRETISH
 
 UTC = timezone.utc
 
@@ -138,3 +140,38 @@ def test_stems_are_the_porter_stem_interned(word: str) -> None:
     assert stem == text._porter(word)
     if len(stem) > 1:  # an equal string made anew interns to the stem itself: it is the one
         assert sys.intern(stem.encode().decode()) is stem
+
+
+_ASCII_SECRETISH = _SECRETISH.filter(str.isascii)
+_TRIGGER_TEXT = st.text(st.sampled_from("aAbBkK-._@+1 ey"), max_size=12)
+_RULE_SPECS = st.lists(
+    st.tuples(st.lists(st.one_of(_TRIGGER_TEXT, st.just("密码")), max_size=3).map(tuple),
+              st.booleans()),
+    max_size=6,
+).map(tuple)  # fmt: skip
+
+
+@pytest.mark.skipif(text._C is None, reason="the text extension is not built")
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(_ASCII_SECRETISH, _TRIGGER_TEXT), _RULE_SPECS)
+def test_triggered_rules_are_those_whose_trigger_is_in_the_text(
+    content: str, rules: tuple[tuple[tuple[str, ...], bool], ...]
+) -> None:
+    """_textc.triggered: the rules with a trigger in the text (lower-cased for nocase ones),
+    as ``trigger in haystack`` finds them, for any triggers (empty, non-ASCII, longer)."""
+    expected = [
+        at for at, (triggers, nocase) in enumerate(rules)
+        if any(trigger in (content.lower() if nocase else content) for trigger in triggers)
+    ]  # fmt: skip
+    assert text._C.triggered(content, rules) == expected
+
+
+@pytest.mark.skipif(text._C is None, reason="the text extension is not built")
+@settings(max_examples=500, deadline=None)
+@given(_ASCII_SECRETISH)
+def test_the_compiled_trigger_search_screens_as_the_python_loop(content: str) -> None:
+    key = redact._rules_key(content)
+    assert key[0]
+    expected = redact._python_match(content, key)
+    assert redact._triggered_match(content, key) is expected
+    assert redact._may_match(content) is expected
