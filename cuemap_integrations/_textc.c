@@ -15,6 +15,7 @@
  *   identifier_cues(tokens, stop)      text._identifier_cues, from the text's tokens
  *   first_valid(buckets, limit, worded)   text._first_valid (any str)
  *   quoted_cues(text, stop)            text._quoted_cues
+ *   triggered(text, rules)             the rules whose trigger redact._may_match finds
  *
  * Every index is checked against its buffer's length; buffers are sized from the input.
  */
@@ -899,6 +900,83 @@ fail:
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* The secret screen's triggers (redact._may_match)                                          */
+/* ---------------------------------------------------------------------------------------- */
+
+/* Whether the m bytes of needle occur in the n bytes of hay (as str's `in`: "" always does). */
+static int has_bytes(const char *hay, Py_ssize_t n, const char *needle, Py_ssize_t m) {
+    if (m == 0) return 1;
+    const char *p = hay, *end = hay + n - m + 1; /* the last place a match can start, + 1 */
+    while (p < end && (p = memchr(p, needle[0], (size_t)(end - p))) != NULL) {
+        if (memcmp(p + 1, needle + 1, (size_t)(m - 1)) == 0) return 1;
+        p++;
+    }
+    return 0;
+}
+
+/* Whether one of the str `triggers` (a tuple) occurs in the n bytes of hay: 1, 0 or -1. A
+ * trigger that is not ASCII never occurs in ASCII text. */
+static int any_trigger(PyObject *triggers, const char *hay, Py_ssize_t n) {
+    if (!PyTuple_Check(triggers)) {
+        PyErr_SetString(PyExc_TypeError, "triggered: each rule's triggers must be a tuple");
+        return -1;
+    }
+    for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(triggers); j++) {
+        PyObject *trigger = PyTuple_GET_ITEM(triggers, j);
+        if (!PyUnicode_Check(trigger)) {
+            PyErr_SetString(PyExc_TypeError, "triggered: a trigger must be a str");
+            return -1;
+        }
+#if PY_VERSION_HEX < 0x030C0000
+        if (PyUnicode_READY(trigger) < 0) return -1;
+#endif
+        if (!PyUnicode_IS_ASCII(trigger)) continue;
+        Py_ssize_t m = PyUnicode_GET_LENGTH(trigger);
+        if (m <= n && has_bytes(hay, n, (const char *)PyUnicode_1BYTE_DATA(trigger), m)) return 1;
+    }
+    return 0;
+}
+
+/* triggered(text, rules): for ASCII text, the positions (ascending) of the rules of which a
+ * trigger occurs, as redact._may_match finds them. `rules` is a tuple of (triggers, nocase):
+ * a rule's triggers are looked for in the text itself, or with nocase in text.lower() (what
+ * redact._folded is for ASCII text: A-Z to a-z and nothing else). */
+static PyObject *textc_triggered(PyObject *self, PyObject *args) {
+    PyObject *text, *rules;
+    const char *data;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "UO!:triggered", &text, &PyTuple_Type, &rules)) return NULL;
+    if (ascii_arg(text, &data, &n) < 0) return NULL;
+    char *lower = PyMem_Malloc(n > 0 ? (size_t)n : 1);
+    PyObject *found = PyList_New(0);
+    if (lower == NULL || found == NULL) goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) lower[i] = IS_UPPER(data[i]) ? data[i] + 32 : data[i];
+    for (Py_ssize_t r = 0; r < PyTuple_GET_SIZE(rules); r++) {
+        PyObject *rule = PyTuple_GET_ITEM(rules, r);
+        if (!PyTuple_Check(rule) || PyTuple_GET_SIZE(rule) != 2) {
+            PyErr_SetString(PyExc_TypeError, "triggered: each rule must be (triggers, nocase)");
+            goto fail;
+        }
+        int nocase = PyObject_IsTrue(PyTuple_GET_ITEM(rule, 1));
+        if (nocase < 0) goto fail;
+        int hit = any_trigger(PyTuple_GET_ITEM(rule, 0), nocase ? lower : data, n);
+        if (hit < 0) goto fail;
+        if (hit) {
+            PyObject *at = PyLong_FromSsize_t(r);
+            int rc = at == NULL ? -1 : PyList_Append(found, at);
+            Py_XDECREF(at);
+            if (rc < 0) goto fail;
+        }
+    }
+    PyMem_Free(lower);
+    return found;
+fail:
+    PyMem_Free(lower);
+    Py_XDECREF(found);
+    return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
     {"porter", textc_porter, METH_O, "text._porter of a word."},
@@ -911,6 +989,7 @@ static PyMethodDef methods[] = {
     {"identifier_cues", textc_identifier_cues, METH_VARARGS, "text._identifier_cues from tokens."},
     {"first_valid", textc_first_valid, METH_VARARGS, "text._first_valid."},
     {"quoted_cues", textc_quoted_cues, METH_VARARGS, "text._quoted_cues (ASCII)."},
+    {"triggered", textc_triggered, METH_VARARGS, "The rules redact._may_match tries (ASCII)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -924,6 +1003,6 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__textc(void) {
     PyObject *m = PyModule_Create(&module);
-    if (m != NULL && PyModule_AddIntConstant(m, "ABI_VERSION", 3) < 0) Py_CLEAR(m);
+    if (m != NULL && PyModule_AddIntConstant(m, "ABI_VERSION", 4) < 0) Py_CLEAR(m);
     return m;
 }

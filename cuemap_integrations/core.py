@@ -82,6 +82,19 @@ def _utc_now() -> datetime:
     return datetime.now(timezone.utc)
 
 
+def _updated_stamp(record: MemoryRecord, stamp: float | datetime) -> float:
+    """``record.updated_at`` as POSIX seconds; the row's ``created_at`` ``stamp`` when they are
+    equal (the index then shares it). A new memory is updated when created (the same datetime
+    object): its row's float stamp is then ``created_at.timestamp()`` already, so neither the
+    conversion nor the comparison is needed."""
+    if isinstance(stamp, float):
+        if record.updated_at is record.created_at:
+            return stamp
+        updated = record.updated_at.timestamp()
+        return stamp if stamp == updated else updated
+    return record.updated_at.timestamp()
+
+
 @contextmanager
 def _cycle_collection_paused(*, promote: bool = True) -> Iterator[None]:
     """Pause Python's cyclic garbage collector for one batch of writes (or one recall).
@@ -286,17 +299,18 @@ class CueMap:
         index = self._indexes.get(record.namespace)
         if index is None:  # not setdefault: that would build an empty index for every memory
             index = self._indexes[record.namespace] = NamespaceIndex(self._columns)
-        self._records[seq] = record
+        records = self._records
+        records[seq] = record
         # the row's interned cue tuple when the cues are the same, and its creation time when
-        # it was never updated: the index shares these objects instead of copies
-        row = self._records.row(seq)
-        same = len(cues) == len(row.cues) and cues == list(row.cues)
-        updated = record.updated_at.timestamp()
-        if isinstance(row.stamp, float) and row.stamp == updated:
-            updated = row.stamp
+        # it was never updated: the index shares these objects instead of copies (read from
+        # the row's columns: no Row is built for it)
+        row_cues = records.cues_at(seq)
+        same = row_cues is not None and len(cues) == len(row_cues) and cues == list(row_cues)
+        indexed = row_cues if same and row_cues is not None else cues
+        updated = _updated_stamp(record, records.stamp_at(seq))
         turn = thread_of(record) is not None
         index.add(
-            seq, row.cues if same else cues, record.tags, terms,
+            seq, indexed, record.tags, terms,
             updated_ts=updated, type=record.type._value_, defer=defer,  # see _ttl_expiry
             content=None if turn else record.content,
         )  # fmt: skip

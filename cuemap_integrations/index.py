@@ -356,18 +356,33 @@ class DocTable(Mapping[int, IndexedDoc]):
         place (as in a dict: :meth:`NamespaceIndex.add` pops a re-indexed memory first)."""
         plain = isinstance(doc.words, str) and not doc.tags and not doc.context_names
         words = doc.words if isinstance(doc.words, str) and plain else None
+        self._put_columns(seq, doc.length, doc.updated_ts, doc.type)
+        self.columns.hold(seq, words, doc.cues if plain else None)
+        if plain:
+            self._others.pop(seq, None)
+        else:
+            self._others[seq] = doc
+
+    def put_plain(
+        self, seq: int, cues: tuple[str, ...], content: str, length: int, updated_ts: float,
+        type: str,
+    ) -> None:  # fmt: skip
+        """:meth:`put` of the plain doc ``IndexedDoc(cues, (), content, length, updated_ts,
+        type)``, without building it (bulk ingest: it would only be read back here)."""
+        self._put_columns(seq, length, updated_ts, type)
+        self.columns.hold(seq, content, cues)
+        if self._others:
+            self._others.pop(seq, None)
+
+    def _put_columns(self, seq: int, length: int, updated_ts: float, type: str) -> None:
+        """Write memory ``seq``'s column values, and hold ``seq`` (last, if new)."""
         columns = self.columns
-        columns.set(seq, doc.length, doc.updated_ts, doc.type)
+        columns.set(seq, length, updated_ts, type)
         if seq not in self:
             self._hold(seq)
             if columns.order is not None:
                 columns.order[seq] = columns.indexed
                 columns.indexed += 1
-        columns.hold(seq, words, doc.cues if plain else None)
-        if plain:
-            self._others.pop(seq, None)
-        else:
-            self._others[seq] = doc
 
     def _hold(self, seq: int) -> None:
         """Add ``seq`` to the held seqs, in place (last, unless it is below the largest)."""
@@ -447,14 +462,14 @@ class NamespaceIndex:
         one per posting."""
         context = () if defer else self._removed_context(seq)
         names, counts = _counted(terms)
+        kept_cues, kept_tags = _distinct(cues), _distinct(tags)
+        if defer and content is not None and not kept_tags and self.view is None:
+            self._defer_plain(seq, kept_cues, names, counts, content, updated_ts, type)
+            return
         doc = IndexedDoc(
-            _distinct(cues),
-            _distinct(tags),
-            (names, counts) if content is None else content,
-            sum(counts),
-            updated_ts,
-            type,
-        )
+            kept_cues, kept_tags, (names, counts) if content is None else content, sum(counts),
+            updated_ts, type,
+        )  # fmt: skip
         self.docs.put(seq, doc)
         self.total_length += doc.length
         if self.view is not None:
@@ -466,6 +481,22 @@ class NamespaceIndex:
         put("term", seq, names, counts)
         if context:
             self.set_context(seq, dict(context))
+
+    def _defer_plain(
+        self, seq: int, cues: tuple[str, ...], names: tuple[str, ...],
+        counts: bytes | tuple[int, ...], content: str, updated_ts: float, type: str,
+    ) -> None:  # fmt: skip
+        """:meth:`add` of a new plain doc (no tags) with its postings deferred, while no array
+        view mirrors the index: the same columns and pending postings, without the
+        :class:`IndexedDoc` the general path builds and reads back (bulk ingest's usual case)."""
+        length = sum(counts)
+        self.docs.put_plain(seq, cues, content, length, updated_ts, type)
+        self.total_length += length
+        pending = self._pending
+        if pending is None:
+            pending = self._pending = _Pending()
+        pending.add("cue", seq, cues, None)
+        pending.add("term", seq, names, counts)
 
     def _removed_context(self, seq: int) -> tuple[tuple[str, float], ...]:
         """Remove what memory ``seq`` had indexed, if anything, and return its neighbour

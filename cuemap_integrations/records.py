@@ -292,7 +292,8 @@ class MemoryRecord:
         way: the checks it skips and the frozen dataclass's field-by-field set-up were about
         half of a record's construction. The fields are checked in their dict before the
         record holds it (item stores, not a call of ``object.__setattr__`` each)."""
-        checked = dict(_FIELD_TEMPLATE, **values)  # field order
+        checked = _FIELD_TEMPLATE.copy()  # field order (dict(template, **values) also made
+        checked.update(values)  # a keyword dict of values first)
         checked["memory_id"] = validate_memory_id(checked["memory_id"])
         if not cues_checked:
             checked["cues"] = _string_tuple(checked["cues"], "cues")

@@ -41,6 +41,8 @@ _DEFAULTS: dict[str, Any] = {
     f.name: f.default for f in fields(MemoryRecord) if f.default is not MISSING
 }
 _EXTRA_DEFAULTS = tuple((name, _DEFAULTS[name]) for name in _EXTRA if name != "updated_at")
+_EXTRA_NAMES = tuple(name for name, _ in _EXTRA_DEFAULTS)
+_EXTRA_VALUES = tuple(default for _, default in _EXTRA_DEFAULTS)
 _EXTRA_RANK = {name: at for at, name in enumerate(_EXTRA)}  # pack writes them in this order
 
 
@@ -228,6 +230,17 @@ def insertion_numbers(size: int) -> tuple[array[int], int]:
 def _stamp(when: datetime) -> float | datetime:
     """``when`` as POSIX seconds if converting them back gives exactly ``when`` (any date in
     centuries around now), else ``when`` itself."""
+    if (
+        type(when) is datetime
+        and when.tzinfo is timezone.utc
+        and not when.microsecond
+        and not when.fold
+        and _WHOLE_SECONDS_YEARS[0] <= when.year <= _WHOLE_SECONDS_YEARS[1]
+    ):
+        # a whole number of seconds well within 2**53 is an exact float, and converting it
+        # back involves no rounding: the round trip below would say exact (bench memories and
+        # most imported timestamps are whole seconds)
+        return when.timestamp()
     try:
         seconds = when.timestamp()
         exact = datetime.fromtimestamp(seconds, timezone.utc) == when
@@ -236,15 +249,19 @@ def _stamp(when: datetime) -> float | datetime:
     return seconds if exact and when.tzinfo is timezone.utc and not when.fold else when
 
 
+_WHOLE_SECONDS_YEARS = (1900, 9000)  # where _stamp's shortcut applies (far from any limit)
+
+
 def _packed(record: MemoryRecord, kind: Kind) -> tuple[Any, ...]:
     """The fields of :func:`pack`'s row of ``record``, whose kind is ``kind``."""
     values = record.__dict__  # every field, read without an attribute lookup each
     created, updated = values["created_at"], values["updated_at"]
     extra: list[Any] = [] if updated == created else ["updated_at", updated]
-    for name, default in _EXTRA_DEFAULTS:
-        value = values[name]
-        if value != default:
-            extra += (name, value)
+    if tuple(map(values.__getitem__, _EXTRA_NAMES)) != _EXTRA_VALUES:  # most rows: all default
+        for name, default in _EXTRA_DEFAULTS:
+            value = values[name]
+            if value != default:
+                extra += (name, value)
     metadata = _values(record.metadata) if kind[4] is not None else _flat(record.metadata)
     return (
         record.memory_id, record.content, interned(record.cues), kind,
@@ -266,7 +283,7 @@ def _kind(record: MemoryRecord, codes: dict[Kind, int], kinds: list[Kind]) -> tu
     names = tuple(record.metadata)
     kind = (record.type, record.source, record.namespace, record.cue_origin, names)
     plain = type(record.namespace) is str and type(record.source) in _PLAIN
-    if plain and all(type(name) is str for name in names):
+    if plain and {str}.issuperset(map(type, names)):  # every name an exact str, seen in C
         code = codes.get(kind)
         if code is None and len(kinds) < _KINDS_SHARED:
             code = codes[kind] = len(kinds)
@@ -476,6 +493,10 @@ class RecordTable(MutableMapping[int, MemoryRecord]):
     def cues_at(self, seq: int) -> tuple[str, ...] | None:
         """Memory ``seq``'s cue tuple, or None (no such row): the tuple object the row holds."""
         return self._cues[seq] if 0 <= seq < len(self._cues) else None
+
+    def stamp_at(self, seq: int) -> float | datetime:
+        """Memory ``seq``'s :attr:`Row.stamp` (a row held at ``seq``), without building its row."""
+        return _stamp_at(self, seq)
 
     def accessed(self, seq: int, count: int, when: datetime) -> None:
         """Give memory ``seq`` this access count and last access time (a flush of the counts

@@ -39,6 +39,7 @@ from enum import Enum
 from itertools import product
 from typing import Literal, NamedTuple
 
+from . import text as _text
 from .errors import ConfigError, SecretError, ValidationError
 from .records import JSONValue, MemoryRecord, json_safe_copy
 from .text import derive_cues, has_ascii_digit
@@ -485,11 +486,22 @@ def _rules_for(ascii_text: bool, underscore: bool, digit: bool) -> tuple[_Rule, 
 
 # (text is ASCII, text has "_", text has an ASCII digit) -> the rules and triggers to try
 _RULES_FOR = {key: _rules_for(*key) for key in product((False, True), repeat=3)}
+# the same key -> each of those rules' (triggers, case-insensitive): what _textc.triggered reads
+_TRIGGERS_FOR = {
+    key: tuple((triggers, nocase) for _, triggers, nocase, _ in rules)
+    for key, rules in _RULES_FOR.items()
+}
+_RulesKey = tuple[bool, bool, bool]
+
+
+def _rules_key(text: str) -> _RulesKey:
+    """The key of the rules :func:`_may_match` tries on ``text`` (see :func:`_rules_for`)."""
+    return text.isascii(), "_" in text, has_ascii_digit(text)
 
 
 def _rules_of(text: str) -> tuple[_Rule, ...]:
     """The rules and triggers :func:`_may_match` tries on ``text`` (see :func:`_rules_for`)."""
-    return _RULES_FOR[text.isascii(), "_" in text, has_ascii_digit(text)]
+    return _RULES_FOR[_rules_key(text)]
 
 
 def _folded(text: str) -> str:
@@ -500,14 +512,34 @@ def _folded(text: str) -> str:
 
 def _may_match(text: str) -> bool:
     """Whether some rule matches ``text`` (the answer of ``_SCREEN.search``, found faster)."""
+    key = _rules_key(text)
+    if key[0] and _text._C is not None:  # ASCII: the trigger search in C
+        return _triggered_match(text, key)
+    return _python_match(text, key)
+
+
+def _python_match(text: str, key: _RulesKey) -> bool:
+    """:func:`_may_match`: each rule of ``key`` whose trigger occurs is searched for."""
     folded = _folded(text)
-    for pattern, triggers, nocase, needs in _rules_of(text):
+    for pattern, triggers, nocase, needs in _RULES_FOR[key]:
         haystack = folded if nocase else text
         for trigger in triggers:  # a plain loop: any() with a generator costs more here
             if trigger in haystack:
                 if (needs is None or needs.search(text)) and pattern.search(text) is not None:
                     return True
                 break
+    return False
+
+
+def _triggered_match(text: str, key: _RulesKey) -> bool:
+    """:func:`_python_match` of ASCII ``text``, its rules' triggers looked for in one C call
+    (``_textc.triggered``): the Python loop's two dozen substring tests were ~70 % of the
+    screen's time (~7 us a memory), the searches of the few rules they leave ~10 %."""
+    rules = _RULES_FOR[key]
+    for at in _text._C.triggered(text, _TRIGGERS_FOR[key]):
+        pattern, _, _, needs = rules[at]
+        if (needs is None or needs.search(text)) and pattern.search(text) is not None:
+            return True
     return False
 
 
