@@ -286,17 +286,18 @@ class CueMap:
         index = self._indexes.get(record.namespace)
         if index is None:  # not setdefault: that would build an empty index for every memory
             index = self._indexes[record.namespace] = NamespaceIndex(self._columns)
-        self._records[seq] = record
-        # the row's interned cue tuple when the cues are the same, and its creation time when
-        # it was never updated: the index shares these objects instead of copies
+        # the cues other memories of the namespace hold are coded in the row (recordtable.py);
+        # the row's cues when the cues are the same (interned), and its creation time when it
+        # was never updated: the index shares these objects instead of copies
+        row_cues = self._records.put(seq, record, index.cues.keys())
         row = self._records.row(seq)
-        same = len(cues) == len(row.cues) and cues == list(row.cues)
+        same = len(cues) == len(row_cues) and cues == list(row_cues)
         updated = record.updated_at.timestamp()
         if isinstance(row.stamp, float) and row.stamp == updated:
             updated = row.stamp
         turn = thread_of(record) is not None
         index.add(
-            seq, row.cues if same else cues, record.tags, terms,
+            seq, row_cues if same else cues, record.tags, terms,
             updated_ts=updated, type=record.type._value_, defer=defer,  # see _ttl_expiry
             content=None if turn else record.content,
         )  # fmt: skip

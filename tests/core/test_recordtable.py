@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from array import array
 from collections import Counter
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -133,7 +134,8 @@ def test_the_index_shares_the_records_cues_and_packs_small_counts() -> None:
         cm.add("Melanie painted a sunset by the lake", memory_id="port")
         seq = cm._seq_of[("default", "port")]
         doc = cm._indexes["default"].docs[seq]
-        assert doc.cues is cm._records.row(seq).cues
+        assert doc.cues == cm._records.row(seq).cues
+        assert seq not in cm._columns._cues  # read from the record's row, not kept twice
         assert isinstance(doc.term_counts, bytes)
     index = NamespaceIndex()
     index.add(1, ["a"], [], ["w"] * 300 + ["v"])
@@ -143,6 +145,46 @@ def test_the_index_shares_the_records_cues_and_packs_small_counts() -> None:
     index.add(3, [], [], ["r", "s"])
     assert index.docs[2].term_counts is index.docs[3].term_counts  # all ones: one object
     assert index.docs[3].term_counts == b"\x01\x01" and index.docs[3].length == 2
+
+
+_cue_texts = st.text(st.sampled_from(["a", "b", "\x00", "é", "\ud800", " "]), max_size=3)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.lists(_cue_texts, max_size=6).map(tuple), min_size=1, max_size=6),
+       st.sets(_cue_texts), st.integers(0, 4))  # fmt: skip
+def test_packed_cues_read_back_equal(
+    rows: list[tuple[str, ...]], held: set[str], room: int
+) -> None:
+    """Differential: a row's cues packed (codes for the held ones, text for the rest, or the
+    tuple itself) read back as the very tuple, rows sharing one table of codes; ``room``
+    codes at most before the table is full (``_CODES_MAX``, made small here)."""
+    codes: dict[str, int] = {}
+    names: list[str] = []
+    packed = []
+    limit = recordtable._CODES_MAX
+    recordtable._CODES_MAX = room
+    try:
+        for cues in rows:
+            packed.append(recordtable._packed_cues(cues, held, codes, names))
+    finally:
+        recordtable._CODES_MAX = limit
+    assert len(names) <= room and all(names[code] == cue for cue, code in codes.items())
+    for cues, row in zip(rows, packed, strict=True):
+        read = row if isinstance(row, tuple) else recordtable._unpacked_cues(row, names)
+        assert read == cues and type(read) is tuple
+
+
+def test_rows_pack_the_cues_other_memories_hold() -> None:
+    with CueMap() as cm:
+        cm.add_many([{"content": "Melanie painted a sunset by the lake", "memory_id": "a"}])
+        cm.add_many([{"content": "Melanie swam in the lake at dawn zorbly", "memory_id": "b"}])
+        seq = cm._seq_of[("default", "b")]
+        held = cm._records._cues[seq]
+        # melanie coded; swam is b's own, so it and every cue after it stay text
+        assert held == bytes((1,)) + array("H", [0]).tobytes() + b"swam\x00lake\x00dawn\x00zorbly"
+        assert cm._records.row(seq).cues == cm.get("b").cues
+        assert "zorbly" in cm.get("b").cues and "zorbly" not in cm._records._cue_codes
 
 
 def test_cues_and_terms_are_one_string_object_each_even_from_str_subclasses() -> None:
