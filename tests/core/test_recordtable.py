@@ -175,6 +175,38 @@ def test_packed_cues_read_back_equal(
         assert read == cues and type(read) is tuple
 
 
+_metadata = st.one_of(
+    st.fixed_dictionaries({"i": st.integers(-(2**64), 2**64)}),
+    st.fixed_dictionaries({"i": st.sampled_from([True, 1.0, "1", None])}),
+    st.dictionaries(st.sampled_from("ij"), st.integers(), max_size=2),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2100), _metadata, st.booleans()), max_size=40))
+def test_metadata_reads_back_equal_from_the_int_array_or_the_list(
+    ops: list[tuple[int, dict[str, Any], bool]],
+) -> None:
+    """Differential: rows whose metadata is one int each (an array column) and the first row
+    of any other (a list from then on) read back as the records stored, after deletes too."""
+    table, expected = RecordTable(), {}
+    for seq, metadata, delete in ops:
+        if delete and seq in expected:
+            del table[seq], expected[seq]
+            continue
+        expected[seq] = MemoryRecord(
+            memory_id=f"m{seq}", content="x", created_at=T, updated_at=T, metadata=metadata
+        )
+        table[seq] = expected[seq]
+        values = [v for r in expected.values() for v in r.metadata.values()]
+        ints = len(values) == len(expected) and all(
+            type(v) is int and abs(v) < 2**63 for v in values
+        )
+        assert isinstance(table._metadata, list) or ints
+    assert {seq: table[seq] for seq in table} == expected
+    assert all(repr(table[seq].metadata) == repr(r.metadata) for seq, r in expected.items())
+
+
 def test_rows_pack_the_cues_other_memories_hold() -> None:
     with CueMap() as cm:
         cm.add_many([{"content": "Melanie painted a sunset by the lake", "memory_id": "a"}])
@@ -183,8 +215,16 @@ def test_rows_pack_the_cues_other_memories_hold() -> None:
         held = cm._records._cues[seq]
         # melanie coded; swam is b's own, so it and every cue after it stay text
         assert held == bytes((1,)) + array("H", [0]).tobytes() + b"swam\x00lake\x00dawn\x00zorbly"
+        cm._records._unpacked.clear()  # b's cues read from the packed row, then kept
         assert cm._records.row(seq).cues == cm.get("b").cues
+        assert cm._records.row(seq).cues is cm._records._unpacked[seq]
         assert "zorbly" in cm.get("b").cues and "zorbly" not in cm._records._cue_codes
+        more = RecordTable.UNPACKED + 5  # more than are kept: the oldest are unpacked again
+        cm.add_many(
+            [{"content": f"Melanie at the lake {n}", "memory_id": f"x{n}"} for n in range(more)]
+        )
+        assert len(cm._records._unpacked) == RecordTable.UNPACKED
+        assert all({"melanie", "lake"} <= set(cm.get(f"x{n}").cues) for n in range(more))
 
 
 def test_cues_and_terms_are_one_string_object_each_even_from_str_subclasses() -> None:
