@@ -171,7 +171,9 @@ def test_packed_cues_read_back_equal(
         recordtable._CODES_MAX = limit
     assert len(names) <= room and all(names[code] == cue for cue, code in codes.items())
     for cues, row in zip(rows, packed, strict=True):
-        read = row if isinstance(row, tuple) else recordtable._unpacked_cues(row, names)
+        read = (
+            row if isinstance(row, tuple) else recordtable._unpacked_cues(row, 0, len(row), names)
+        )
         assert read == cues and type(read) is tuple
 
 
@@ -207,23 +209,59 @@ def test_metadata_reads_back_equal_from_the_int_array_or_the_list(
     assert all(repr(table[seq].metadata) == repr(r.metadata) for seq, r in expected.items())
 
 
+_packable = st.text("abc", min_size=1, max_size=3) | _cue_texts  # mostly packed rows
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 30), st.lists(_packable, max_size=5).map(tuple)),
+             max_size=80),
+    st.sets(_packable),
+)  # fmt: skip
+def test_a_cue_column_reads_back_what_each_row_was_given_across_compactions(
+    ops: list[tuple[int, tuple[str, ...]]], held: set[str]
+) -> None:
+    """Differential: rows put, replaced and dropped (an empty tuple given: dropped) read back
+    as a dict of them does, with compactions every few dead bytes and no unpacked tuple kept
+    (each read unpacks the buffer)."""
+
+    class Small(recordtable._CueColumn):
+        COMPACT_AT, UNPACKED = 8, 1
+
+    column, expected = Small(), {}
+    column.grow(31)
+    for seq, cues in ops:
+        if cues:
+            column.put(seq, cues, held)
+            expected[seq] = cues
+        else:
+            column.drop(seq)
+            expected.pop(seq, None)
+        column._unpacked.clear()
+        assert all(column.get(at) == expected.get(at, ()) for at in range(31))
+    live = sum(column._sizes)
+    assert column._dead == len(column._buffer) - live and column._dead <= max(live, 8)
+
+
 def test_rows_pack_the_cues_other_memories_hold() -> None:
     with CueMap() as cm:
         cm.add_many([{"content": "Melanie painted a sunset by the lake", "memory_id": "a"}])
         cm.add_many([{"content": "Melanie swam in the lake at dawn zorbly", "memory_id": "b"}])
         seq = cm._seq_of[("default", "b")]
-        held = cm._records._cues[seq]
+        column = cm._records._cues
+        start, size = column._starts[seq], column._sizes[seq]
+        held = column._buffer[start : start + size]
         # melanie coded; swam is b's own, so it and every cue after it stay text
         assert held == bytes((1,)) + array("H", [0]).tobytes() + b"swam\x00lake\x00dawn\x00zorbly"
-        cm._records._unpacked.clear()  # b's cues read from the packed row, then kept
+        column._unpacked.clear()  # b's cues read from the packed row, then kept
         assert cm._records.row(seq).cues == cm.get("b").cues
-        assert cm._records.row(seq).cues is cm._records._unpacked[seq]
-        assert "zorbly" in cm.get("b").cues and "zorbly" not in cm._records._cue_codes
-        more = RecordTable.UNPACKED + 5  # more than are kept: the oldest are unpacked again
+        assert cm._records.row(seq).cues is column._unpacked[seq]
+        assert "zorbly" in cm.get("b").cues and "zorbly" not in column._codes
+        more = column.UNPACKED + 5  # more than are kept: the oldest are unpacked again
         cm.add_many(
             [{"content": f"Melanie at the lake {n}", "memory_id": f"x{n}"} for n in range(more)]
         )
-        assert len(cm._records._unpacked) == RecordTable.UNPACKED
+        assert len(column._unpacked) == column.UNPACKED
         assert all({"melanie", "lake"} <= set(cm.get(f"x{n}").cues) for n in range(more))
 
 
