@@ -372,10 +372,10 @@ class _CueColumn:
     span). A replaced or deleted row's bytes stay in place until they are half of all, then
     every live row is copied into a new buffer (:meth:`_compact`)."""
 
-    __slots__ = ("_buffer", "_codes", "_dead", "_names", "_sizes", "_starts", "_tuples",
-                 "_unpacked")  # fmt: skip
+    __slots__ = ("_buffer", "_codes", "_dead", "_last", "_names", "_sizes", "_starts",
+                 "_tuples", "_unpacked")  # fmt: skip
 
-    UNPACKED = 256  # the cue tuples of the last rows stored or read, kept unpacked
+    UNPACKED = 256  # the cue tuples of the last rows read, kept unpacked
     COMPACT_AT = 1 << 16  # dead bytes before a compaction may be worth it
 
     def __init__(self) -> None:
@@ -386,10 +386,11 @@ class _CueColumn:
         self._dead = 0  # bytes of the buffer no row's span holds any more
         self._codes: dict[str, int] = {}  # a cue held by two memories or more -> its code
         self._names: list[str] = []  # by code: the cue
-        # the cue tuples of the last UNPACKED rows stored or read, oldest first: the store
-        # indexes a memory right after storing it, and a recall reads its hits' cues for
-        # their explanation, their records and the feedback pass
+        # the cue tuples of the last UNPACKED rows read, oldest first (a recall reads its
+        # hits' cues for their explanation, their records and the feedback pass), and the
+        # last row stored with its cues as given (the store indexes it right away)
         self._unpacked: dict[int, tuple[str, ...]] = {}
+        self._last: tuple[int, tuple[str, ...]] = (-1, ())
 
     def grow(self, more: int) -> None:
         """Room for ``more`` seqs past the current last."""
@@ -404,7 +405,7 @@ class _CueColumn:
         if type(packed) is bytes and len(packed) <= 0xFFFF:
             self._starts[seq], self._sizes[seq] = len(self._buffer), len(packed)
             self._buffer += packed
-            self._keep(seq, cues)
+            self._last = (seq, cues)
         elif cues:
             self._tuples[seq] = cues
 
@@ -419,12 +420,17 @@ class _CueColumn:
         elif self._tuples:
             self._tuples.pop(seq, None)
         self._unpacked.pop(seq, None)
+        if self._last[0] == seq:
+            self._last = (-1, ())
 
     def get(self, seq: int) -> tuple[str, ...]:
         """Row ``seq``'s cue tuple (empty for a seq that has none)."""
         size = self._sizes[seq]
         if not size:
             return self._tuples.get(seq, ()) if self._tuples else ()
+        last, cues = self._last
+        if last == seq:
+            return cues
         cues = self._unpacked.get(seq)
         if cues is None:
             start = self._starts[seq]
