@@ -428,9 +428,9 @@ class _CueColumn:
         size = self._sizes[seq]
         if not size:
             return self._tuples.get(seq, ()) if self._tuples else ()
-        last, cues = self._last
+        last, given = self._last
         if last == seq:
-            return cues
+            return given
         cues = self._unpacked.get(seq)
         if cues is None:
             start = self._starts[seq]
