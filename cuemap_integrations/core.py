@@ -300,17 +300,16 @@ class CueMap:
         if index is None:  # not setdefault: that would build an empty index for every memory
             index = self._indexes[record.namespace] = NamespaceIndex(self._columns)
         records = self._records
-        records[seq] = record
-        # the row's interned cue tuple when the cues are the same, and its creation time when
-        # it was never updated: the index shares these objects instead of copies (read from
-        # the row's columns: no Row is built for it)
-        row_cues = records.cues_at(seq)
-        same = row_cues is not None and len(cues) == len(row_cues) and cues == list(row_cues)
-        indexed = row_cues if same and row_cues is not None else cues
+        # the cues other memories of the namespace hold are coded in the row (recordtable.py);
+        # the row's interned cues when the cues are the same, and its creation time when it
+        # was never updated: the index shares these objects instead of copies (read from the
+        # row's columns: no Row is built for it)
+        row_cues = records.put(seq, record, index.cues.keys())
+        same = len(cues) == len(row_cues) and cues == list(row_cues)
         updated = _updated_stamp(record, records.stamp_at(seq))
         turn = thread_of(record) is not None
         index.add(
-            seq, indexed, record.tags, terms,
+            seq, row_cues if same else cues, record.tags, terms,
             updated_ts=updated, type=record.type._value_, defer=defer,  # see _ttl_expiry
             content=None if turn else record.content,
         )  # fmt: skip

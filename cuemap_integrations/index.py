@@ -180,13 +180,15 @@ class DocColumns:
     store; shared, each ``seq`` has one entry. A ``seq`` no index holds any more (a deleted
     memory) keeps its 15 (23) bytes, after reopening too (rowids stay).
 
-    A plain doc's content and cues are nearly always the very string and cue tuple its record
-    holds (the store indexes the record's own objects): ``records`` (the store's
+    A plain doc's content and cues are nearly always the very string its record holds and
+    cues equal to its record's (the store indexes the record's own objects; a row keeps its
+    cues packed, so reading them makes a new tuple): ``records`` (the store's
     :class:`~cuemap_integrations.recordtable.RecordTable`) has them, so a byte of flags
     (``shared``) says which ones to read from it, where two list columns of pointers to the
-    same objects cost 18 bytes a memory (bench scale 100k: 891 -> 873). Those that are other
-    objects (or with no ``records``) are kept in two dicts by seq. The store therefore removes
-    a memory from its index before its record, and stores the record before indexing it.
+    same objects cost 18 bytes a memory (bench scale 100k: 891 -> 873). Content that is
+    another object, other cues (or no ``records``) are kept in two dicts by seq. The store
+    therefore removes a memory from its index before its record, and stores the record before
+    indexing it.
 
     Example:
         >>> columns = DocColumns()
@@ -230,7 +232,7 @@ class DocColumns:
         if words is not None and records is not None and records.content_at(seq) is words:
             flags = _SHARED_WORDS
         _set_held(self._words, seq, None if flags else words)
-        if cues is not None and records is not None and records.cues_at(seq) is cues:
+        if cues is not None and records is not None and records.cues_at(seq) == cues:
             flags |= _SHARED_CUES
             cues = None
         _set_held(self._cues, seq, cues)

@@ -66,8 +66,9 @@ def test_docs_read_back_as_indexed_across_namespaces_sharing_columns(
     ops: list[tuple[int, int, list[str], list[str], list[str], str, str]], records_hold: str
 ) -> None:
     """Also with a record table whose rows hold the very content and cue objects indexed
-    (``same``: read from it), or equal copies (``equal``: kept by the columns), stored before a
-    memory is indexed and dropped after it is removed, as the store does."""
+    (``same``: read from it), or equal copies (``equal``: the content kept by the columns, the
+    cues read from it), stored before a memory is indexed and dropped after it is removed, as
+    the store does."""
     records = _Records()
     columns = DocColumns(None if records_hold == "none" else records)
     indexes = (NamespaceIndex(columns), NamespaceIndex(columns))
@@ -140,7 +141,7 @@ def test_a_plain_doc_of_a_stored_record_keeps_only_a_flag() -> None:
     seq = store._seq_of[("default", "m1")]
     columns, row = store._columns, store._records.row(seq)
     assert columns.shared[seq] == 3 and not columns._words and not columns._cues
-    assert store._indexes["default"].docs.cues(seq) is row.cues
+    assert store._indexes["default"].docs.cues(seq) == row.cues  # read from the row
     assert columns.words_of(seq) is row.content
     store.update("m1", content="Caroline rowed across the lake")
     assert columns.words_of(seq) == "Caroline rowed across the lake" and not store.check()

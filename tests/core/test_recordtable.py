@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from array import array
 from collections import Counter
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -133,7 +134,8 @@ def test_the_index_shares_the_records_cues_and_packs_small_counts() -> None:
         cm.add("Melanie painted a sunset by the lake", memory_id="port")
         seq = cm._seq_of[("default", "port")]
         doc = cm._indexes["default"].docs[seq]
-        assert doc.cues is cm._records.row(seq).cues
+        assert doc.cues == cm._records.row(seq).cues
+        assert seq not in cm._columns._cues  # read from the record's row, not kept twice
         assert isinstance(doc.term_counts, bytes)
     index = NamespaceIndex()
     index.add(1, ["a"], [], ["w"] * 300 + ["v"])
@@ -143,6 +145,126 @@ def test_the_index_shares_the_records_cues_and_packs_small_counts() -> None:
     index.add(3, [], [], ["r", "s"])
     assert index.docs[2].term_counts is index.docs[3].term_counts  # all ones: one object
     assert index.docs[3].term_counts == b"\x01\x01" and index.docs[3].length == 2
+
+
+_cue_texts = st.text(st.sampled_from(["a", "b", "\x00", "é", "\ud800", " "]), max_size=3)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.lists(_cue_texts, max_size=6).map(tuple), min_size=1, max_size=6),
+       st.sets(_cue_texts), st.integers(0, 4))  # fmt: skip
+def test_packed_cues_read_back_equal(
+    rows: list[tuple[str, ...]], held: set[str], room: int
+) -> None:
+    """Differential: a row's cues packed (codes for the held ones, text for the rest, or the
+    tuple itself) read back as the very tuple, rows sharing one table of codes; ``room``
+    codes at most before the table is full (``_CODES_MAX``, made small here)."""
+    codes: dict[str, int] = {}
+    names: list[str] = []
+    packed = []
+    limit = recordtable._CODES_MAX
+    recordtable._CODES_MAX = room
+    try:
+        for cues in rows:
+            packed.append(recordtable._packed_cues(cues, held, codes, names))
+    finally:
+        recordtable._CODES_MAX = limit
+    assert len(names) <= room and all(names[code] == cue for cue, code in codes.items())
+    for cues, row in zip(rows, packed, strict=True):
+        read = (
+            row if isinstance(row, tuple) else recordtable._unpacked_cues(row, 0, len(row), names)
+        )
+        assert read == cues and type(read) is tuple
+
+
+_metadata = st.one_of(
+    st.fixed_dictionaries({"i": st.integers(-(2**64), 2**64)}),
+    st.fixed_dictionaries({"i": st.sampled_from([True, 1.0, "1", None])}),
+    st.dictionaries(st.sampled_from("ij"), st.integers(), max_size=2),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2100), _metadata, st.booleans()), max_size=40))
+def test_metadata_reads_back_equal_from_the_int_array_or_the_list(
+    ops: list[tuple[int, dict[str, Any], bool]],
+) -> None:
+    """Differential: rows whose metadata is one int each (an array column) and the first row
+    of any other (a list from then on) read back as the records stored, after deletes too."""
+    table, expected = RecordTable(), {}
+    for seq, metadata, delete in ops:
+        if delete and seq in expected:
+            del table[seq], expected[seq]
+            continue
+        expected[seq] = MemoryRecord(
+            memory_id=f"m{seq}", content="x", created_at=T, updated_at=T, metadata=metadata
+        )
+        table[seq] = expected[seq]
+        values = [v for r in expected.values() for v in r.metadata.values()]
+        ints = len(values) == len(expected) and all(
+            type(v) is int and abs(v) < 2**63 for v in values
+        )
+        assert isinstance(table._metadata, list) or ints
+    assert {seq: table[seq] for seq in table} == expected
+    assert all(repr(table[seq].metadata) == repr(r.metadata) for seq, r in expected.items())
+
+
+_packable = st.text("abc", min_size=1, max_size=3) | _cue_texts  # mostly packed rows
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 30), st.lists(_packable, max_size=5).map(tuple)),
+             max_size=80),
+    st.sets(_packable),
+)  # fmt: skip
+def test_a_cue_column_reads_back_what_each_row_was_given_across_compactions(
+    ops: list[tuple[int, tuple[str, ...]]], held: set[str]
+) -> None:
+    """Differential: rows put, replaced and dropped (an empty tuple given: dropped) read back
+    as a dict of them does, with compactions every few dead bytes and no unpacked tuple kept
+    (each read unpacks the buffer)."""
+
+    class Small(recordtable._CueColumn):
+        COMPACT_AT, UNPACKED = 8, 1
+
+    column, expected = Small(), {}
+    column.grow(31)
+    for seq, cues in ops:
+        if cues:
+            column.put(seq, cues, held)
+            expected[seq] = cues
+        else:
+            column.drop(seq)
+            expected.pop(seq, None)
+        column._unpacked.clear()
+        column._last = (-1, ())
+        assert all(column.get(at) == expected.get(at, ()) for at in range(31))
+    live = sum(column._sizes)
+    assert column._dead == len(column._buffer) - live and column._dead <= max(live, 8)
+
+
+def test_rows_pack_the_cues_other_memories_hold() -> None:
+    with CueMap() as cm:
+        cm.add_many([{"content": "Melanie painted a sunset by the lake", "memory_id": "a"}])
+        cm.add_many([{"content": "Melanie swam in the lake at dawn zorbly", "memory_id": "b"}])
+        seq = cm._seq_of[("default", "b")]
+        column = cm._records._cues
+        start, size = column._starts[seq], column._sizes[seq]
+        held = column._buffer[start : start + size]
+        # melanie coded; swam is b's own, so it and every cue after it stay text
+        assert held == bytes((1,)) + array("H", [0]).tobytes() + b"swam\x00lake\x00dawn\x00zorbly"
+        column._unpacked.clear()  # b's cues read from the packed row, then kept
+        column._last = (-1, ())
+        assert cm._records.row(seq).cues == cm.get("b").cues
+        assert cm._records.row(seq).cues is column._unpacked[seq]
+        assert "zorbly" in cm.get("b").cues and "zorbly" not in column._codes
+        more = column.UNPACKED + 5  # more than are kept: the oldest are unpacked again
+        cm.add_many(
+            [{"content": f"Melanie at the lake {n}", "memory_id": f"x{n}"} for n in range(more)]
+        )
+        assert all({"melanie", "lake"} <= set(cm.get(f"x{n}").cues) for n in range(more))
+        assert len(column._unpacked) == column.UNPACKED
 
 
 def test_cues_and_terms_are_one_string_object_each_even_from_str_subclasses() -> None:
