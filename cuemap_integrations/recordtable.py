@@ -510,10 +510,10 @@ class RecordTable(MutableMapping[int, MemoryRecord]):
     A row is not kept as a :class:`Row` tuple but as one slot in each of a few columns indexed
     by ``seq`` (:meth:`row` builds the tuple when asked): its id, content, packed cues
     (:func:`_packed_cues`) and metadata values (lists: 8 bytes each; the metadata an
-    ``array("q")`` while each row's is one int), its kind's code
-    (``array("H")``, 2 bytes), its ``created_at`` stamp (``array("d")``, 8 bytes; NaN when the stamp is a ``datetime``, kept in
-    a dict), and its ``extra`` fields (a dict by seq, holding only the rows that have some).
-    About 44 bytes a memory where a list slot, the Row tuple and its float stamp cost 136
+    ``array("q")`` while each row's is one int), its kind's code (``array("H")``, 2 bytes),
+    its ``created_at`` stamp (``array("d")``, 8 bytes; NaN when the stamp is a ``datetime``,
+    kept in a dict), and its ``extra`` fields (a dict by seq, holding only the rows that have
+    some). About 44 bytes a memory where a list slot, the Row tuple and its float stamp cost 136
     (bench scale's bytes at 100,000 memories: 992 -> ~900 per memory).
 
     Sequence numbers are the store's rowids, dense from 1, so the columns are indexed by
