@@ -300,11 +300,11 @@ class CueMap:
         if index is None:  # not setdefault: that would build an empty index for every memory
             index = self._indexes[record.namespace] = NamespaceIndex(self._columns)
         records = self._records
-        # the cues other memories of the namespace hold are coded in the row (recordtable.py);
-        # the row's interned cues when the cues are the same, and its creation time when it
-        # was never updated: the index shares these objects instead of copies (read from the
-        # row's columns: no Row is built for it)
-        row_cues = records.put(seq, record, index.cues.keys())
+        # the cues other memories of the namespace hold (posted or waiting) are coded in the
+        # row (recordtable.py); the row's interned cues when the cues are the same, and its
+        # creation time when it was never updated: the index shares these objects instead of
+        # copies (read from the row's columns: no Row is built for it)
+        row_cues = records.put(seq, record, index.held_cues())
         same = len(cues) == len(row_cues) and cues == list(row_cues)
         updated = _updated_stamp(record, records.stamp_at(seq))
         turn = thread_of(record) is not None

@@ -267,6 +267,28 @@ def test_rows_pack_the_cues_other_memories_hold() -> None:
         assert len(column._unpacked) == column.UNPACKED
 
 
+def test_a_batch_codes_the_cues_its_earlier_memories_hold() -> None:
+    """Within one add_many into a new namespace nothing is posted until the batch's flush: the
+    cues waiting count as held, so the batch's later rows are coded as a later batch's are."""
+    batch = [
+        {"content": "Melanie painted a sunset by the lake", "memory_id": "a"},
+        {"content": "Melanie swam in the lake at dawn zorbly", "memory_id": "b"},
+    ]
+    with CueMap() as cm:
+        cm.add_many(batch)
+        column = cm._records._cues
+        first, second = (cm._seq_of[("default", name)] for name in "ab")
+        start, size = column._starts[second], column._sizes[second]
+        assert column._buffer[start : start + size] == (
+            bytes((1,)) + array("H", [0]).tobytes() + b"swam\x00lake\x00dawn\x00zorbly"
+        )
+        assert column._buffer[column._starts[first]] == 0  # a's cues: nobody held them yet
+        column._unpacked.clear()
+        column._last = (-1, ())
+        assert cm._records.row(second).cues == cm.get("b").cues
+        assert cm._indexes["default"].held_cues() == cm._indexes["default"].cues.keys()
+
+
 def test_cues_and_terms_are_one_string_object_each_even_from_str_subclasses() -> None:
     class Word(str):
         pass
