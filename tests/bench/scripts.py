@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import importlib.util
+import json
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
@@ -18,3 +21,11 @@ def load(name: str) -> ModuleType:
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def run(name: str, *args: str, out: Path) -> tuple[str, Any]:
+    """Run ``benchmarks/{name}.py`` with ``args`` and ``--json out``; what it printed, and the
+    figures it wrote."""
+    command = [sys.executable, str(BENCHMARKS / f"{name}.py"), *args, "--json", str(out)]
+    printed = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    return printed, json.loads(out.read_text())

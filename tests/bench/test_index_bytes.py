@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 from cuemap_integrations.bench.scale import _traced_cuemap_bytes, load_corpus
@@ -31,11 +28,10 @@ def test_the_sites_break_down_the_same_build_and_leave_the_total_alone(tiny_path
 def test_the_command_prints_the_total_and_the_rows_and_writes_the_json(
     tiny_path: Path, tmp_path: Path
 ) -> None:
-    out = tmp_path / "bytes.json"
-    command = [sys.executable, str(scripts.BENCHMARKS / "index_bytes.py"), "--size", "30",
-               "--top", "5", "--locomo", str(tiny_path), "--json", str(out)]  # fmt: skip
-    printed = subprocess.run(command, check=True, capture_output=True, text=True).stdout
-    figures = json.loads(out.read_text())
+    printed, figures = scripts.run(
+        "index_bytes", "--size", "30", "--top", "5", "--locomo", str(tiny_path),
+        out=tmp_path / "bytes.json",
+    )  # fmt: skip
     assert figures["size"] == 30 and len(figures["sites"]) == 5
     lines = printed.splitlines()
     assert f"{figures['index_bytes_per_memory']:.1f}" in lines[0]

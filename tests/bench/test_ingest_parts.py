@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -37,11 +34,10 @@ def test_each_stage_does_its_work_on_the_memories(script, tiny_path: Path, stage
 def test_the_command_prints_every_stage_and_writes_the_json(
     tiny_path: Path, tmp_path: Path
 ) -> None:
-    out = tmp_path / "parts.json"
-    command = [sys.executable, str(scripts.BENCHMARKS / "ingest_parts.py"), "--size", "15",
-               "--runs", "1", "--locomo", str(tiny_path), "--json", str(out)]  # fmt: skip
-    printed = subprocess.run(command, check=True, capture_output=True, text=True).stdout
-    figures = json.loads(out.read_text())
+    printed, figures = scripts.run(
+        "ingest_parts", "--size", "15", "--runs", "1", "--locomo", str(tiny_path),
+        out=tmp_path / "parts.json",
+    )  # fmt: skip
     assert figures["size"] == 15
     assert list(figures["stages"]) == ["derive_cues", "text_keys", "cues_then_keys", "redact",
                                        "add_many"]  # fmt: skip
