@@ -19,6 +19,8 @@
  *   derive_keys(content, text, rest, names, hosts, numbers, dates, limit, stop, calendar,
  *               units, web, stems)      text.derive_cues_and_keys: the cues and the stems and
  *                                      terms of ASCII content in one call
+ *   derive_plain(content, limit, stop, calendar, units, web, stems)   the same, normalizing
+ *                                      content itself, for content without a digit, "`" or "/"
  *
  * Every index is checked against its buffer's length; buffers are sized from the input.
  */
@@ -1035,17 +1037,26 @@ fail:
 #define WORD_CALENDAR 2L
 #define WORD_WEB 4L
 
+#define INFO_SIZE_MAX ((1u << 29) - 1) /* the largest len(word) an entry holds exactly */
+
 typedef struct {
-    Py_hash_t hash; /* hash(word) */
     PyObject *word; /* the key: an interned ASCII str */
     PyObject *stem; /* fn(word) */
-    int32_t size;   /* len(word), compared before the word's bytes are */
-    int32_t flags;  /* WORD_* */
+    uint32_t hash;  /* the low bits of hash(word) */
+    uint32_t info;  /* WORD_* in the low 3 bits, then min(len(word), INFO_SIZE_MAX) */
 } Entry;
+
+/* An entry's info: the flags and the size, compared before the word's bytes are. */
+static uint32_t entry_info(Py_ssize_t n, long flags) {
+    uint32_t size = (size_t)n > INFO_SIZE_MAX ? INFO_SIZE_MAX : (uint32_t)n;
+    return (size << 3) | (uint32_t)flags;
+}
 
 /* Open addressing over a compact array of entries (as CPython's dict): index[i] is -1 or the
  * position of an entry; at most cap entries, and size (a power of two) > cap slots, so a
- * probe always reaches an empty slot. */
+ * probe always reaches an empty slot. The arrays are allocated at the first entry (24 bytes an
+ * entry and 4 a slot: 0.5 MB for a generation of 16,384 words, where a dict of them takes
+ * about 0.4 MB and a str for each word looked up). */
 typedef struct {
     int32_t *index;
     Entry *entries;
@@ -1113,7 +1124,9 @@ static Py_ssize_t table_slot(const Table *t, Py_hash_t h, const char *p, Py_ssiz
         int32_t ix = t->index[i];
         if (ix < 0) return (Py_ssize_t)i;
         const Entry *e = &t->entries[ix];
-        if (e->hash == h && e->size == n && memcmp(PyUnicode_1BYTE_DATA(e->word), p, (size_t)n) == 0)
+        if (e->hash == (uint32_t)h && e->info >> 3 == entry_info(n, 0) >> 3 &&
+            PyUnicode_GET_LENGTH(e->word) == n &&
+            memcmp(PyUnicode_1BYTE_DATA(e->word), p, (size_t)n) == 0)
             return (Py_ssize_t)i;
         perturb >>= 5;
         i = (i * 5 + perturb + 1) & mask;
@@ -1139,10 +1152,6 @@ static long word_flags(StemMemo *m, PyObject *word) {
  * NULL), added on a miss: copied from the older generation, or fn called. Valid until the next
  * call; NULL on error. */
 static Entry *memo_entry(StemMemo *m, const char *p, Py_ssize_t n, PyObject *key) {
-    if (n > INT32_MAX) { /* no word is that long; nor is it worth remembering */
-        PyErr_SetString(PyExc_ValueError, "StemMemo: a word over 2**31 - 1 characters");
-        return NULL;
-    }
     Py_hash_t h = HASH_BYTES(p, n);
     Entry *e = table_find(&m->young, h, p, n);
     if (e != NULL) return e;
@@ -1151,7 +1160,7 @@ static Entry *memo_entry(StemMemo *m, const char *p, Py_ssize_t n, PyObject *key
     if ((e = table_find(&m->old, h, p, n)) != NULL) {
         word = Py_NewRef(e->word);
         stem = Py_NewRef(e->stem);
-        flags = e->flags;
+        flags = (long)(e->info & 7);
     } else {
         word = key != NULL ? Py_NewRef(key) : ascii_str(p, n);
         if (word == NULL) return NULL;
@@ -1171,9 +1180,14 @@ static Entry *memo_entry(StemMemo *m, const char *p, Py_ssize_t n, PyObject *key
         table_clear(&m->young);
     }
     Table *t = &m->young;
+    if (t->index == NULL && table_init(t, m->maxsize) < 0) {
+        Py_DECREF(word);
+        Py_DECREF(stem);
+        return NULL;
+    }
     Py_ssize_t slot = table_slot(t, h, p, n);
     e = &t->entries[t->used];
-    *e = (Entry){h, word, stem, (int32_t)n, (int32_t)flags};
+    *e = (Entry){word, stem, (uint32_t)h, entry_info(n, flags)};
     t->index[slot] = (int32_t)t->used++;
     return e;
 }
@@ -1198,11 +1212,7 @@ static PyObject *memo_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) 
     m->stop = Py_NewRef(stop);
     m->calendar = Py_NewRef(calendar);
     m->web = Py_NewRef(web);
-    m->maxsize = maxsize;
-    if (table_init(&m->young, maxsize) < 0 || table_init(&m->old, maxsize) < 0) {
-        Py_DECREF(m);
-        return NULL;
-    }
+    m->maxsize = maxsize; /* the tables' arrays: at their first entry (tp_alloc zeroed them) */
     return (PyObject *)m;
 }
 
@@ -1285,9 +1295,10 @@ static int salient_bytes(const char *w, Py_ssize_t n, long flags) {
 static int visit_word(Visit *v, const char *w, Py_ssize_t n) {
     Entry *e = memo_entry(v->memo, w, n, NULL);
     if (e == NULL || PySet_Add(v->stems, e->stem) < 0) return -1;
-    if (e->flags & WORD_STOP) return 0;
+    long flags = (long)(e->info & 7);
+    if (flags & WORD_STOP) return 0;
     if (PyList_Append(v->terms, e->stem) < 0) return -1;
-    if (v->salient != NULL && salient_bytes(w, n, e->flags))
+    if (v->salient != NULL && salient_bytes(w, n, flags))
         return PyList_Append(v->salient, e->word);
     return 0;
 }
@@ -1455,22 +1466,11 @@ done:
     return rc;
 }
 
-/* derive_keys(content, text, rest, names, hosts, numbers, dates, limit, stop_words,
- * calendar_words, units, web_parts, stems): (text.derive_cues(content, limit=limit), *the
- * stems_and_terms of text) for ASCII content, where text is its normalized text and rest, names
- * (None: derived here, for content without "`" and "/"), hosts, numbers and dates are what
- * derive_cues' regex rules gave. */
-static PyObject *textc_derive_keys(PyObject *self, PyObject *args) {
-    PyObject *content, *text, *rest, *names, *hosts, *numbers, *dates;
-    PyObject *stop, *calendar, *units, *web, *memo;
-    Py_ssize_t limit;
-    if (!PyArg_ParseTuple(args, "OOOOOOOnOOOOO:derive_keys", &content, &text, &rest, &names,
-                          &hosts, &numbers, &dates, &limit, &stop, &calendar, &units, &web,
-                          &memo))
-        return NULL;
-    if (set_arg(stop, "stop_words") < 0 || set_arg(calendar, "calendar_words") < 0 ||
-        set_arg(units, "units") < 0 || set_arg(web, "web_parts") < 0)
-        return NULL;
+/* derive_keys' work, its arguments checked: (cues, stems, terms), a new tuple. */
+static PyObject *derive_core(PyObject *content, PyObject *text, PyObject *rest, PyObject *names,
+                             PyObject *hosts, PyObject *numbers, PyObject *dates,
+                             Py_ssize_t limit, PyObject **sets, PyObject *memo) {
+    PyObject *stop = sets[0], *calendar = sets[1], *units = sets[2], *web = sets[3];
     PyObject *parts[5] = {NULL, NULL, NULL, NULL, NULL}, *found = NULL, *buckets = NULL;
     PyObject *none = NULL, *cues = NULL, *result = NULL;
     if (text_parts(text, rest, stop, calendar, web, memo, parts) < 0) goto done;
@@ -1490,6 +1490,56 @@ done:
     return result;
 }
 
+static int sets_arg(PyObject **sets) {
+    return set_arg(sets[0], "stop_words") < 0 || set_arg(sets[1], "calendar_words") < 0 ||
+                   set_arg(sets[2], "units") < 0 || set_arg(sets[3], "web_parts") < 0
+               ? -1
+               : 0;
+}
+
+/* derive_keys(content, text, rest, names, hosts, numbers, dates, limit, stop_words,
+ * calendar_words, units, web_parts, stems): (text.derive_cues(content, limit=limit), *the
+ * stems_and_terms of text) for ASCII content, where text is its normalized text and rest, names
+ * (None: derived here, for content without "`" and "/"), hosts, numbers and dates are what
+ * derive_cues' regex rules gave. */
+static PyObject *textc_derive_keys(PyObject *self, PyObject *args) {
+    PyObject *content, *text, *rest, *names, *hosts, *numbers, *dates, *sets[4], *memo;
+    Py_ssize_t limit;
+    if (!PyArg_ParseTuple(args, "OOOOOOOnOOOOO:derive_keys", &content, &text, &rest, &names,
+                          &hosts, &numbers, &dates, &limit, &sets[0], &sets[1], &sets[2],
+                          &sets[3], &memo))
+        return NULL;
+    if (sets_arg(sets) < 0) return NULL;
+    return derive_core(content, text, rest, names, hosts, numbers, dates, limit, sets, memo);
+}
+
+/* derive_plain(content, limit, stop_words, calendar_words, units, web_parts, stems): for
+ * ASCII content without a digit, "`" or "/" (no date, number, URL, code span or path: the
+ * regex rules find nothing), (derive_cues(content, limit=limit), normalize(content), *its
+ * stems_and_terms), the text normalized here too; None for other ASCII content. */
+static PyObject *textc_derive_plain(PyObject *self, PyObject *args) {
+    PyObject *content, *sets[4], *memo;
+    Py_ssize_t limit, n;
+    const char *t;
+    if (!PyArg_ParseTuple(args, "OnOOOOO:derive_plain", &content, &limit, &sets[0], &sets[1],
+                          &sets[2], &sets[3], &memo))
+        return NULL;
+    if (sets_arg(sets) < 0 || ascii_arg(content, &t, &n) < 0) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (IS_DIGIT(t[i]) || t[i] == '`' || t[i] == '/') Py_RETURN_NONE;
+    PyObject *text = textc_normalize(NULL, content), *empty = PyList_New(0), *got = NULL;
+    PyObject *result = NULL;
+    if (text != NULL && empty != NULL)
+        got = derive_core(content, text, text, Py_None, empty, empty, empty, limit, sets, memo);
+    if (got != NULL)
+        result = PyTuple_Pack(4, PyTuple_GET_ITEM(got, 0), text, PyTuple_GET_ITEM(got, 1),
+                              PyTuple_GET_ITEM(got, 2));
+    Py_XDECREF(text);
+    Py_XDECREF(empty);
+    Py_XDECREF(got);
+    return result;
+}
+
 /* ---------------------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
@@ -1505,6 +1555,7 @@ static PyMethodDef methods[] = {
     {"quoted_cues", textc_quoted_cues, METH_VARARGS, "text._quoted_cues (ASCII)."},
     {"triggered", textc_triggered, METH_VARARGS, "The rules redact._may_match tries (ASCII)."},
     {"derive_keys", textc_derive_keys, METH_VARARGS, "text.derive_cues_and_keys (ASCII)."},
+    {"derive_plain", textc_derive_plain, METH_VARARGS, "derive_keys of plain ASCII content."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1313,10 +1313,18 @@ def derive_cues_and_keys(
     dates, numbers; names in text with a code span or a "/") run here, and everything else in
     one C call (``_textc.derive_keys``): tokens, quotations, identifiers, names, salient
     words, the choice of cues, stems and terms, each token visited once, where the two
-    functions make a dozen calls with Python between them. Other text takes them in turn."""
+    functions make a dozen calls with Python between them. Content with no digit, "`" or "/"
+    (no rule's regex can match: most memories) is normalized in that call too
+    (``_textc.derive_plain``). Other text takes the two functions in turn."""
     if _C is None or limit <= 0 or not content.isascii():
         text = normalize(content)
         return (derive_cues(content, limit=limit), text, *stems_and_terms(text))
+    sets = (STOP_WORDS, _CALENDAR_WORDS, _UNIT_SET, _WEB_PARTS)
+    plain: tuple[list[str], str, set[str], list[str]] | None = _C.derive_plain(
+        content, limit, *sets, _STEMS
+    )
+    if plain is not None:  # no digit, "`" or "/": no regex rule has anything to find
+        return plain
     text = normalize(content)
     rest, hosts = text, []
     if _URL_TRIGGER in text:
@@ -1326,9 +1334,8 @@ def derive_cues_and_keys(
     # None: the C call finds the names (content without a code span, URL or path to blank)
     names = list(map(normalize, _name_cues(content))) if "`" in content or "/" in content else None
     cues, stems, terms = _C.derive_keys(
-        content, text, rest, names, hosts, numbers, dates, limit,
-        STOP_WORDS, _CALENDAR_WORDS, _UNIT_SET, _WEB_PARTS, _STEMS,
-    )  # fmt: skip
+        content, text, rest, names, hosts, numbers, dates, limit, *sets, _STEMS
+    )
     return cues, text, stems, terms
 
 

@@ -300,6 +300,12 @@ def test_the_one_call_refuses_what_it_cannot_derive(textc: ModuleType) -> None:
             textc.derive_keys(content, "x", "x", None, [], [], [], 5, *sets, {"x": "x"})
     with pytest.raises(ValueError, match="ASCII"):
         textc.derive_keys("a", "é", "é", [], [], [], [], 5, *sets, {})
+    for content in ("port 8001", "see `ls`", "a/b", "http://x"):  # the regex rules' share
+        assert textc.derive_plain(content, 5, *sets, text_module._STEMS) is None
+    with pytest.raises(ValueError, match="ASCII"):
+        textc.derive_plain("café", 5, *sets, text_module._STEMS)
+    with pytest.raises(KeyError):
+        textc.derive_plain("Word", 5, *sets, {})
     with pytest.raises(KeyError):  # an error from the stem mapping propagates
         textc.derive_keys("Word", "word", "word", None, [], [], [], 5, *sets, {})
     with pytest.raises(TypeError, match="set"):
