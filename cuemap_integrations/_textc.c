@@ -21,6 +21,7 @@
  *                                      terms of ASCII content in one call
  *   derive_plain(content, limit, stop, calendar, units, web, stems)   the same, normalizing
  *                                      content itself, for content without a digit, "`" or "/"
+ *   pack_cues(cues, held, codes, names, max_codes)   recordtable._packed_cues (any str)
  *
  * Every index is checked against its buffer's length; buffers are sized from the input.
  */
@@ -1541,6 +1542,106 @@ static PyObject *textc_derive_plain(PyObject *self, PyObject *args) {
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* A record row's packed cues: recordtable._packed_cues                                      */
+/* ---------------------------------------------------------------------------------------- */
+
+/* How many leading cues have a code, giving one to each held cue without (recordtable's
+ * _coded_prefix, in one pass: a cue's code is looked up when it is reached, so one given
+ * twice finds the code its first time gave); their codes into out. -1 on error. */
+static Py_ssize_t coded_prefix(PyObject *cues, PyObject *held, PyObject *codes, PyObject *names,
+                               Py_ssize_t max_codes, uint16_t *out) {
+    Py_ssize_t k = 0;
+    for (; k < PyTuple_GET_SIZE(cues); k++) {
+        PyObject *cue = PyTuple_GET_ITEM(cues, k);
+        PyObject *code = PyDict_GetItemWithError(codes, cue); /* borrowed */
+        long value;
+        if (code == NULL) {
+            if (PyErr_Occurred()) return -1;
+            if (PyList_GET_SIZE(names) >= max_codes) break;
+            int found = PySequence_Contains(held, cue);
+            if (found <= 0) {
+                if (found < 0) return -1;
+                break;
+            }
+            value = (long)PyList_GET_SIZE(names);
+            PyObject *number = PyLong_FromLong(value);
+            int rc = number == NULL ? -1 : PyDict_SetItem(codes, cue, number);
+            Py_XDECREF(number);
+            if (rc < 0 || PyList_Append(names, cue) < 0) return -1;
+        } else if ((value = PyLong_AsLong(code)) == -1 && PyErr_Occurred()) {
+            return -1;
+        }
+        if (value < 0 || value > 0xFFFF) {
+            PyErr_SetString(PyExc_ValueError, "pack_cues: a code outside 0..65535");
+            return -1;
+        }
+        out[k] = (uint16_t)value;
+    }
+    return k;
+}
+
+/* The packed row of the coded cues' codes and the UTF-8 text of the rest (cues[k:], joined
+ * by NUL); the cues tuple itself (a new reference) when they cannot be packed: more than
+ * 255 coded, a rest cue empty or holding a NUL, a lone surrogate. NULL on error. */
+static PyObject *packed_row(PyObject *cues, Py_ssize_t k, const uint16_t *coded) {
+    Py_ssize_t count = PyTuple_GET_SIZE(cues);
+    if (k > 255) return Py_NewRef(cues);
+    PyObject *rest = PyTuple_GetSlice(cues, k, count), *text = NULL, *utf8 = NULL, *row = NULL;
+    if (rest == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < count - k; i++) {
+        PyObject *cue = PyTuple_GET_ITEM(rest, i);
+        if (!PyUnicode_Check(cue)) {
+            PyErr_SetString(PyExc_TypeError, "pack_cues: a cue must be a str");
+            goto done;
+        }
+        if (PyUnicode_GET_LENGTH(cue) == 0 || PyUnicode_FindChar(cue, 0, 0, PY_SSIZE_T_MAX, 1) != -1) {
+            row = PyErr_Occurred() ? NULL : Py_NewRef(cues);
+            goto done;
+        }
+    }
+    PyObject *nul = PyUnicode_FromOrdinal(0);
+    text = nul == NULL ? NULL : PyUnicode_Join(nul, rest);
+    Py_XDECREF(nul);
+    if (text == NULL) goto done;
+    if ((utf8 = PyUnicode_AsUTF8String(text)) == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) { /* a lone surrogate */
+            PyErr_Clear();
+            row = Py_NewRef(cues);
+        }
+        goto done;
+    }
+    Py_ssize_t size = PyBytes_GET_SIZE(utf8);
+    if ((row = PyBytes_FromStringAndSize(NULL, 1 + 2 * k + size)) == NULL) goto done;
+    char *out = PyBytes_AS_STRING(row);
+    out[0] = (char)k;
+    if (k > 0) memcpy(out + 1, coded, 2 * (size_t)k); /* native order, as struct's "=H" */
+    if (size > 0) memcpy(out + 1 + 2 * k, PyBytes_AS_STRING(utf8), (size_t)size);
+done:
+    Py_DECREF(rest);
+    Py_XDECREF(text);
+    Py_XDECREF(utf8);
+    return row;
+}
+
+/* pack_cues(cues, held, codes, names, max_codes): recordtable._packed_cues with _CODES_MAX
+ * max_codes (codes: a dict of cue -> code, names: the list of cues by code, both added to). */
+static PyObject *textc_pack_cues(PyObject *self, PyObject *args) {
+    PyObject *cues, *held, *codes, *names;
+    Py_ssize_t max_codes;
+    if (!PyArg_ParseTuple(args, "O!OO!O!n:pack_cues", &PyTuple_Type, &cues, &held, &PyDict_Type,
+                          &codes, &PyList_Type, &names, &max_codes))
+        return NULL;
+    Py_ssize_t count = PyTuple_GET_SIZE(cues);
+    if (count == 0) return Py_NewRef(cues); /* the one empty tuple */
+    uint16_t *coded = PyMem_Malloc(sizeof(uint16_t) * (size_t)count);
+    if (coded == NULL) return PyErr_NoMemory();
+    Py_ssize_t k = coded_prefix(cues, held, codes, names, max_codes, coded);
+    PyObject *row = k < 0 ? NULL : packed_row(cues, k, coded);
+    PyMem_Free(coded);
+    return row;
+}
+
+/* ---------------------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
     {"porter", textc_porter, METH_O, "text._porter of a word."},
@@ -1556,6 +1657,7 @@ static PyMethodDef methods[] = {
     {"triggered", textc_triggered, METH_VARARGS, "The rules redact._may_match tries (ASCII)."},
     {"derive_keys", textc_derive_keys, METH_VARARGS, "text.derive_cues_and_keys (ASCII)."},
     {"derive_plain", textc_derive_plain, METH_VARARGS, "derive_keys of plain ASCII content."},
+    {"pack_cues", textc_pack_cues, METH_VARARGS, "recordtable._packed_cues."},
     {NULL, NULL, 0, NULL},
 };
 
