@@ -1374,8 +1374,7 @@ static int memo_of(PyObject *memo, PyObject *stop, PyObject *calendar, PyObject 
 static int normalize_all(PyObject *list) {
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); i++) {
         PyObject *cue = textc_normalize(NULL, PyList_GET_ITEM(list, i));
-        if (cue == NULL) return -1;
-        PyList_SET_ITEM(list, i, cue); /* steals cue; drop the old item's reference */
+        if (cue == NULL || PyList_SetItem(list, i, cue) < 0) return -1; /* drops the old one */
     }
     return 0;
 }
