@@ -75,8 +75,10 @@ def compile_textc(source: Path = TEXT_SOURCE, target: Path | None = None) -> Pat
     include = sysconfig.get_paths()["include"]
     # macOS links an extension without libpython: its symbols come from the interpreter
     link = ["-undefined", "dynamic_lookup"] if sys.platform == "darwin" else []
-    command = [*_compiler(), "-O2", "-shared", "-fPIC", f"-I{include}", *link, "-o", str(target),
-               str(source)]  # fmt: skip
+    # -DNDEBUG as CPython's own extensions: the C API's macros (PyUnicode_GET_LENGTH ...) assert
+    # their argument's type otherwise, a load of the type object per use
+    command = [*_compiler(), "-O2", "-DNDEBUG", "-shared", "-fPIC", f"-I{include}", *link, "-o",
+               str(target), str(source)]  # fmt: skip
     fallback = "ingest uses the pure-Python text rules"
     return target if _compile(command, "the text extension", fallback) else None
 

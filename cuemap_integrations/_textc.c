@@ -16,11 +16,18 @@
  *   first_valid(buckets, limit, worded)   text._first_valid (any str)
  *   quoted_cues(text, stop)            text._quoted_cues
  *   triggered(text, rules)             the rules whose trigger redact._may_match finds
+ *   derive_keys(content, text, rest, names, hosts, numbers, dates, limit, stop, calendar,
+ *               units, web, stems)      text.derive_cues_and_keys: the cues and the stems and
+ *                                      terms of ASCII content in one call
+ *   derive_plain(content, limit, stop, calendar, units, web, stems)   the same, normalizing
+ *                                      content itself, for content without a digit, "`" or "/"
+ *   pack_cues(cues, held, codes, names, max_codes)   recordtable._packed_cues (any str)
  *
  * Every index is checked against its buffer's length; buffers are sized from the input.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdint.h>
 #include <string.h>
 
 #define IS_UPPER(c) ((c) >= 'A' && (c) <= 'Z')
@@ -311,10 +318,8 @@ static Py_ssize_t identifier_end(const char *d, Py_ssize_t m, Py_ssize_t i) {
     return j;
 }
 
-static PyObject *textc_latin_tokens(PyObject *self, PyObject *text) {
-    const char *t;
-    Py_ssize_t n;
-    if (ascii_arg(text, &t, &n) < 0) return NULL;
+/* The tokens of t[0:n] (text._latin_tokens of ASCII text): a new tuple. */
+static PyObject *tokens_of(const char *t, Py_ssize_t n) {
     char *d = PyMem_Malloc((size_t)n + 1);
     if (d == NULL) return PyErr_NoMemory();
     Py_ssize_t m = drop_into(t, n, d);
@@ -337,6 +342,13 @@ fail:
     PyMem_Free(d);
     Py_XDECREF(out);
     return NULL;
+}
+
+static PyObject *textc_latin_tokens(PyObject *self, PyObject *text) {
+    const char *t;
+    Py_ssize_t n;
+    if (ascii_arg(text, &t, &n) < 0) return NULL;
+    return tokens_of(t, n);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -479,6 +491,8 @@ static int salient_word(PyObject *word, PyObject *calendar, PyObject *web) {
     return n >= 3 || digits;
 }
 
+static PyObject *salient_of(PyObject *tokens, PyObject *stop, PyObject *calendar, PyObject *web);
+
 /* salient(tokens, stop_words, calendar_words, web_parts): text._salient_cues of an ASCII
  * text from its tokens. */
 static PyObject *textc_salient(PyObject *self, PyObject *args) {
@@ -487,6 +501,11 @@ static PyObject *textc_salient(PyObject *self, PyObject *args) {
     if (set_arg(stop, "stop_words") < 0 || set_arg(calendar, "calendar_words") < 0 ||
         set_arg(web, "web_parts") < 0)
         return NULL;
+    return salient_of(tokens, stop, calendar, web);
+}
+
+/* The salient words of a tuple of ASCII tokens (text._salient_cues): a new list. */
+static PyObject *salient_of(PyObject *tokens, PyObject *stop, PyObject *calendar, PyObject *web) {
     PyObject *words = expand(tokens), *out;
     if (words == NULL) return NULL;
     if ((out = PyList_New(0)) == NULL) goto fail;
@@ -526,12 +545,19 @@ static int salient_identifier(const char *t, Py_ssize_t n, PyObject *stop) {
     return 0;
 }
 
+static PyObject *identifiers_of(PyObject *tokens, PyObject *stop);
+
 /* identifier_cues(tokens, stop_words): text._identifier_cues of an ASCII text from its tokens:
  * each salient identifier, then for a path its segments that are identifiers themselves. */
 static PyObject *textc_identifier_cues(PyObject *self, PyObject *args) {
     PyObject *tokens, *stop;
     if (!PyArg_ParseTuple(args, "O!O:identifier_cues", &PyTuple_Type, &tokens, &stop)) return NULL;
     if (set_arg(stop, "stop_words") < 0) return NULL;
+    return identifiers_of(tokens, stop);
+}
+
+/* The identifier cues of a tuple of ASCII tokens (text._identifier_cues): a new list. */
+static PyObject *identifiers_of(PyObject *tokens, PyObject *stop) {
     PyObject *out = PyList_New(0);
     if (out == NULL) return NULL;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(tokens); i++) {
@@ -582,10 +608,18 @@ static int valid_cue(PyObject *cue) {
 /* first_valid(buckets, limit, worded): text._first_valid: the cues of the buckets in order,
  * valid (the last ``worded`` buckets: 128 characters at most), without duplicates, at most
  * ``limit``. */
+static PyObject *first_valid_of(PyObject *buckets, Py_ssize_t limit, Py_ssize_t worded);
+
 static PyObject *textc_first_valid(PyObject *self, PyObject *args) {
-    PyObject *buckets, *seen = NULL, *out = NULL, *fast = NULL;
+    PyObject *buckets;
     Py_ssize_t limit, worded;
     if (!PyArg_ParseTuple(args, "Onn:first_valid", &buckets, &limit, &worded)) return NULL;
+    return first_valid_of(buckets, limit, worded);
+}
+
+/* text._first_valid(buckets, limit, worded=worded): a new list. */
+static PyObject *first_valid_of(PyObject *buckets, Py_ssize_t limit, Py_ssize_t worded) {
+    PyObject *seen = NULL, *out = NULL, *fast = NULL;
     PyObject *all = PySequence_Fast(buckets, "buckets: expected a sequence");
     if (all == NULL) return NULL;
     Py_ssize_t count = PySequence_Fast_GET_SIZE(all), split = count - worded;
@@ -730,12 +764,21 @@ static int by_start(const void *a, const void *b) {
 }
 
 /* quoted_cues(text, stop_words): text._quoted_cues of ASCII text. */
+static PyObject *quoted_of(const char *t, Py_ssize_t n, PyObject *stop);
+
 static PyObject *textc_quoted_cues(PyObject *self, PyObject *args) {
-    PyObject *text, *stop, *cues = NULL;
+    PyObject *text, *stop;
     const char *t;
-    Py_ssize_t n, k = 0;
+    Py_ssize_t n;
     if (!PyArg_ParseTuple(args, "OO:quoted_cues", &text, &stop)) return NULL;
     if (ascii_arg(text, &t, &n) < 0 || set_arg(stop, "stop_words") < 0) return NULL;
+    return quoted_of(t, n, stop);
+}
+
+/* The quoted cues of ASCII t[0:n] (text._quoted_cues): a new list. */
+static PyObject *quoted_of(const char *t, Py_ssize_t n, PyObject *stop) {
+    PyObject *cues = NULL;
+    Py_ssize_t k = 0;
     if (memchr(t, '"', (size_t)n) == NULL && memchr(t, '\'', (size_t)n) == NULL &&
         memchr(t, '`', (size_t)n) == NULL)
         return PyList_New(0);
@@ -844,14 +887,24 @@ static void clear_run(NameWord *run, Py_ssize_t *n) {
 /* name_cues(text, stop_words, calendar_words, units): the cues of the name runs of ASCII text
  * without "/" whose apostrophes are already dropped: [c for run in _ascii_name_runs(text) for
  * c in _run_cues(run)]. */
+static PyObject *names_of(const char *d, Py_ssize_t m, PyObject *stop, PyObject *calendar,
+                          PyObject *units);
+
 static PyObject *textc_name_cues(PyObject *self, PyObject *args) {
     PyObject *text, *stop, *calendar, *units;
     const char *d;
-    Py_ssize_t m, size = 0;
+    Py_ssize_t m;
     if (!PyArg_ParseTuple(args, "OOOO:name_cues", &text, &stop, &calendar, &units)) return NULL;
     if (ascii_arg(text, &d, &m) < 0 || set_arg(stop, "stop_words") < 0 ||
         set_arg(calendar, "calendar_words") < 0 || set_arg(units, "units") < 0)
         return NULL;
+    return names_of(d, m, stop, calendar, units);
+}
+
+/* The name cues of ASCII d[0:m] without "/" whose apostrophes are dropped: a new list. */
+static PyObject *names_of(const char *d, Py_ssize_t m, PyObject *stop, PyObject *calendar,
+                          PyObject *units) {
+    Py_ssize_t size = 0;
     if (memchr(d, '/', (size_t)m) != NULL) {
         PyErr_SetString(PyExc_ValueError, "text without '/' only");
         return NULL;
@@ -977,6 +1030,617 @@ fail:
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* The stem memo (text._STEMS): text._Memo of text._interned_stem, keyed by a word's bytes     */
+/* ---------------------------------------------------------------------------------------- */
+
+/* What a memo entry also knows of its word: the word lists it is in (the memo's own sets). */
+#define WORD_STOP 1L
+#define WORD_CALENDAR 2L
+#define WORD_WEB 4L
+
+#define INFO_SIZE_MAX ((1u << 29) - 1) /* the largest len(word) an entry holds exactly */
+
+typedef struct {
+    PyObject *word; /* the key: an interned ASCII str */
+    PyObject *stem; /* fn(word) */
+    uint32_t hash;  /* the low bits of hash(word) */
+    uint32_t info;  /* WORD_* in the low 3 bits, then min(len(word), INFO_SIZE_MAX) */
+} Entry;
+
+/* An entry's info: the flags and the size, compared before the word's bytes are. */
+static uint32_t entry_info(Py_ssize_t n, long flags) {
+    uint32_t size = (size_t)n > INFO_SIZE_MAX ? INFO_SIZE_MAX : (uint32_t)n;
+    return (size << 3) | (uint32_t)flags;
+}
+
+/* Open addressing over a compact array of entries (as CPython's dict): index[i] is -1 or the
+ * position of an entry; at most cap entries, and size (a power of two) > cap slots, so a
+ * probe always reaches an empty slot. The arrays are allocated at the first entry (24 bytes an
+ * entry and 4 a slot: 0.5 MB for a generation of 16,384 words, where a dict of them takes
+ * about 0.4 MB and a str for each word looked up). */
+typedef struct {
+    int32_t *index;
+    Entry *entries;
+    Py_ssize_t size, used;
+} Table;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *fn;                    /* word -> stem, called on a miss */
+    PyObject *stop, *calendar, *web; /* the word lists of the flags */
+    Py_ssize_t maxsize;              /* entries per generation */
+    Table young, old;                /* this generation and the one before (text._Memo) */
+} StemMemo;
+
+static PyTypeObject StemMemoType;
+
+#if PY_VERSION_HEX >= 0x030E0000
+#define HASH_BYTES(p, n) Py_HashBuffer((p), (n))
+#else
+#define HASH_BYTES(p, n) _Py_HashBytes((p), (n)) /* hash() of an ASCII str of those bytes */
+#endif
+
+static int table_init(Table *t, Py_ssize_t cap) {
+    Py_ssize_t size = 8;
+    while (size <= cap + cap / 2) size *= 2; /* at most 2/3 full */
+    t->index = PyMem_Malloc(sizeof(int32_t) * (size_t)size);
+    t->entries = PyMem_Malloc(sizeof(Entry) * (size_t)cap);
+    if (t->index == NULL || t->entries == NULL) {
+        PyMem_Free(t->index);
+        PyMem_Free(t->entries);
+        t->index = NULL;
+        t->entries = NULL;
+        PyErr_NoMemory();
+        return -1;
+    }
+    memset(t->index, 0xff, sizeof(int32_t) * (size_t)size); /* every slot -1 */
+    t->size = size;
+    t->used = 0;
+    return 0;
+}
+
+/* Drop every entry (the arrays stay). */
+static void table_clear(Table *t) {
+    Py_ssize_t used = t->used;
+    t->used = 0; /* empty before any decref can run code that reads the memo */
+    if (t->index != NULL) memset(t->index, 0xff, sizeof(int32_t) * (size_t)t->size);
+    for (Py_ssize_t i = 0; i < used; i++) {
+        Py_DECREF(t->entries[i].word);
+        Py_DECREF(t->entries[i].stem);
+    }
+}
+
+static void table_free(Table *t) {
+    table_clear(t);
+    PyMem_Free(t->index);
+    PyMem_Free(t->entries);
+    t->index = NULL;
+    t->entries = NULL;
+}
+
+/* The slot of word p[0:n] (hash h): its entry's, or the empty one where it would go. */
+static Py_ssize_t table_slot(const Table *t, Py_hash_t h, const char *p, Py_ssize_t n) {
+    size_t mask = (size_t)t->size - 1, i = (size_t)h & mask, perturb = (size_t)h;
+    for (;;) {
+        int32_t ix = t->index[i];
+        if (ix < 0) return (Py_ssize_t)i;
+        const Entry *e = &t->entries[ix];
+        if (e->hash == (uint32_t)h && e->info >> 3 == entry_info(n, 0) >> 3 &&
+            PyUnicode_GET_LENGTH(e->word) == n &&
+            memcmp(PyUnicode_1BYTE_DATA(e->word), p, (size_t)n) == 0)
+            return (Py_ssize_t)i;
+        perturb >>= 5;
+        i = (i * 5 + perturb + 1) & mask;
+    }
+}
+
+static Entry *table_find(const Table *t, Py_hash_t h, const char *p, Py_ssize_t n) {
+    if (t->used == 0) return NULL;
+    int32_t ix = t->index[table_slot(t, h, p, n)];
+    return ix < 0 ? NULL : &t->entries[ix];
+}
+
+/* The word's flags from the memo's lists; -1 on error. */
+static long word_flags(StemMemo *m, PyObject *word) {
+    int stop = PySet_Contains(m->stop, word), calendar, web;
+    if (stop < 0 || (calendar = PySet_Contains(m->calendar, word)) < 0 ||
+        (web = PySet_Contains(m->web, word)) < 0)
+        return -1;
+    return (stop ? WORD_STOP : 0) | (calendar ? WORD_CALENDAR : 0) | (web ? WORD_WEB : 0);
+}
+
+/* The young entry of ASCII word p[0:n] (key: the str of those bytes if the caller has it, else
+ * NULL), added on a miss: copied from the older generation, or fn called. Valid until the next
+ * call; NULL on error. */
+static Entry *memo_entry(StemMemo *m, const char *p, Py_ssize_t n, PyObject *key) {
+    Py_hash_t h = HASH_BYTES(p, n);
+    Entry *e = table_find(&m->young, h, p, n);
+    if (e != NULL) return e;
+    PyObject *word, *stem;
+    long flags;
+    if ((e = table_find(&m->old, h, p, n)) != NULL) {
+        word = Py_NewRef(e->word);
+        stem = Py_NewRef(e->stem);
+        flags = (long)(e->info & 7);
+    } else {
+        word = key != NULL ? Py_NewRef(key) : ascii_str(p, n);
+        if (word == NULL) return NULL;
+        PyUnicode_InternInPlace(&word); /* a cue's word: the index interns it as a flag check */
+        stem = PyObject_CallOneArg(m->fn, word);
+        flags = stem == NULL ? -1 : word_flags(m, word);
+        if (flags < 0 || (e = table_find(&m->young, h, p, n)) != NULL) { /* fn added it */
+            Py_DECREF(word);
+            Py_XDECREF(stem);
+            return e;
+        }
+    }
+    if (m->young.used >= m->maxsize) { /* a new generation; the young one becomes the older */
+        Table older = m->old;
+        m->old = m->young;
+        m->young = older;
+        table_clear(&m->young);
+    }
+    Table *t = &m->young;
+    if (t->index == NULL && table_init(t, m->maxsize) < 0) {
+        Py_DECREF(word);
+        Py_DECREF(stem);
+        return NULL;
+    }
+    Py_ssize_t slot = table_slot(t, h, p, n);
+    e = &t->entries[t->used];
+    *e = (Entry){word, stem, (uint32_t)h, entry_info(n, flags)};
+    t->index[slot] = (int32_t)t->used++;
+    return e;
+}
+
+static PyObject *memo_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    PyObject *fn, *stop, *calendar, *web;
+    Py_ssize_t maxsize;
+    static char *names[] = {"fn", "maxsize", "stop_words", "calendar_words", "web_parts", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OnOOO:StemMemo", names, &fn, &maxsize, &stop,
+                                     &calendar, &web))
+        return NULL;
+    if (set_arg(stop, "stop_words") < 0 || set_arg(calendar, "calendar_words") < 0 ||
+        set_arg(web, "web_parts") < 0)
+        return NULL;
+    if (maxsize < 1 || maxsize > (1 << 28)) {
+        PyErr_SetString(PyExc_ValueError, "maxsize: 1 to 2**28");
+        return NULL;
+    }
+    StemMemo *m = (StemMemo *)type->tp_alloc(type, 0);
+    if (m == NULL) return NULL;
+    m->fn = Py_NewRef(fn);
+    m->stop = Py_NewRef(stop);
+    m->calendar = Py_NewRef(calendar);
+    m->web = Py_NewRef(web);
+    m->maxsize = maxsize; /* the tables' arrays: at their first entry (tp_alloc zeroed them) */
+    return (PyObject *)m;
+}
+
+static void memo_dealloc(StemMemo *m) {
+    table_free(&m->young);
+    table_free(&m->old);
+    Py_XDECREF(m->fn);
+    Py_XDECREF(m->stop);
+    Py_XDECREF(m->calendar);
+    Py_XDECREF(m->web);
+    Py_TYPE(m)->tp_free((PyObject *)m);
+}
+
+/* memo[word]: fn(word), remembered for an exact ASCII str (anything else: fn called). */
+static PyObject *memo_getitem(StemMemo *m, PyObject *key) {
+    if (!PyUnicode_CheckExact(key) || !PyUnicode_IS_ASCII(key))
+        return PyObject_CallOneArg(m->fn, key);
+    Entry *e = memo_entry(m, (const char *)PyUnicode_1BYTE_DATA(key), PyUnicode_GET_LENGTH(key),
+                          key);
+    return e == NULL ? NULL : Py_NewRef(e->stem);
+}
+
+static Py_ssize_t memo_length(StemMemo *m) { return m->young.used; }
+
+static PyMappingMethods memo_mapping = {
+    .mp_length = (lenfunc)memo_length,
+    .mp_subscript = (binaryfunc)memo_getitem,
+};
+
+static PyObject *memo_get_maxsize(StemMemo *m, void *closure) {
+    return PyLong_FromSsize_t(m->maxsize);
+}
+
+static PyObject *memo_get_older(StemMemo *m, void *closure) {
+    return PyLong_FromSsize_t(m->old.used);
+}
+
+static PyGetSetDef memo_getset[] = {
+    {"maxsize", (getter)memo_get_maxsize, NULL, "Entries per generation.", NULL},
+    {"older", (getter)memo_get_older, NULL, "Entries in the older generation.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject StemMemoType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "cuemap_integrations._textc.StemMemo",
+    .tp_basicsize = sizeof(StemMemo),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "StemMemo(fn, maxsize, stop_words, calendar_words, web_parts): memo[word] is "
+              "fn(word), remembered as text._Memo does; an ASCII word is looked up by its bytes.",
+    .tp_new = memo_new,
+    .tp_dealloc = (destructor)memo_dealloc,
+    .tp_as_mapping = &memo_mapping,
+    .tp_getset = memo_getset,
+};
+
+/* The stems, terms and (with salient a list) salient words of ASCII text t[0:n] through a
+ * StemMemo whose word lists are the caller's: what stem_words does with the words of its
+ * tokens, without a str made for a word the memo holds (an entry's flags answer the list
+ * tests, and a salient word is the memo's interned key). *identifiers: whether some token
+ * holds a separator or "_" (then identifiers_of has work). */
+typedef struct {
+    StemMemo *memo;
+    PyObject *stems, *terms, *salient;
+} Visit;
+
+/* text._is_salient_word of a word that is no stop word, from its bytes and flags. */
+static int salient_bytes(const char *w, Py_ssize_t n, long flags) {
+    int digits = 0, all_digits = n > 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (IS_ID_SEP(w[i]) || w[i] == '_') return 0; /* an identifier */
+        if (IS_DIGIT(w[i]))
+            digits = 1;
+        else
+            all_digits = 0;
+    }
+    if (all_digits || (flags & (WORD_CALENDAR | WORD_WEB))) return 0;
+    return n >= 3 || digits;
+}
+
+static int visit_word(Visit *v, const char *w, Py_ssize_t n) {
+    Entry *e = memo_entry(v->memo, w, n, NULL);
+    if (e == NULL || PySet_Add(v->stems, e->stem) < 0) return -1;
+    long flags = (long)(e->info & 7);
+    if (flags & WORD_STOP) return 0;
+    if (PyList_Append(v->terms, e->stem) < 0) return -1;
+    if (v->salient != NULL && salient_bytes(w, n, flags))
+        return PyList_Append(v->salient, e->word);
+    return 0;
+}
+
+/* visit_word of seg[0:n]'s atoms (append_atoms' pieces). */
+static int visit_atoms(Visit *v, const char *seg, Py_ssize_t n) {
+    Py_ssize_t start = 0;
+    int split = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (IS_PART_SEP(seg[i])) split = 1;
+    if (!split) return 0;
+    for (Py_ssize_t i = 0; i <= n; i++) {
+        if (i == n || IS_PART_SEP(seg[i])) {
+            if (i > start && visit_word(v, seg + start, i - start) < 0) return -1;
+            start = i + 1;
+        }
+    }
+    return 0;
+}
+
+/* visit_word of the token t[0:n] and then of its parts (append_words' words). */
+static int visit_token(Visit *v, const char *t, Py_ssize_t n) {
+    if (visit_word(v, t, n) < 0) return -1;
+    if (memchr(t, '/', (size_t)n) == NULL) return visit_atoms(v, t, n);
+    Py_ssize_t start = 0;
+    for (Py_ssize_t i = 0; i <= n; i++) {
+        if (i == n || t[i] == '/') {
+            if (i > start &&
+                (visit_word(v, t + start, i - start) < 0 || visit_atoms(v, t + start, i - start) < 0))
+                return -1;
+            start = i + 1;
+        }
+    }
+    return 0;
+}
+
+static int memo_words(Visit *v, const char *t, Py_ssize_t n, int *identifiers) {
+    char *d = PyMem_Malloc((size_t)n + 1);
+    if (d == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    Py_ssize_t m = drop_into(t, n, d);
+    int rc = 0;
+    *identifiers = 0;
+    for (Py_ssize_t i = 0; i < m && rc == 0;) {
+        Py_ssize_t end = identifier_end(d, m, i);
+        if (end < 0) {
+            i++;
+            continue;
+        }
+        for (Py_ssize_t k = i; k < end; k++) *identifiers |= !IS_ALNUM(d[k]);
+        rc = visit_token(v, d + i, end - i);
+        i = end;
+    }
+    PyMem_Free(d);
+    return rc;
+}
+
+/* Whether memo is a StemMemo of these word lists (so its flags answer for them). */
+static int memo_of(PyObject *memo, PyObject *stop, PyObject *calendar, PyObject *web) {
+    if (!PyObject_TypeCheck(memo, &StemMemoType)) return 0;
+    StemMemo *m = (StemMemo *)memo;
+    return m->stop == stop && m->calendar == calendar && m->web == web;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* A memory's cues and text keys in one call: text.derive_cues_and_keys                      */
+/* ---------------------------------------------------------------------------------------- */
+
+/* Each str of list normalized in place (textc_normalize: the same object when unchanged). */
+static int normalize_all(PyObject *list) {
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); i++) {
+        PyObject *cue = textc_normalize(NULL, PyList_GET_ITEM(list, i));
+        if (cue == NULL || PyList_SetItem(list, i, cue) < 0) return -1; /* drops the old one */
+    }
+    return 0;
+}
+
+/* The stems of words into stems (a set) and, for non-stop words, terms (a list), as
+ * textc_stems_terms; with salient a list, also the salient words (textc_salient's test). */
+static int stem_words(PyObject *words, PyObject *stop, PyObject *calendar, PyObject *web,
+                      PyObject *memo, PyObject *stems, PyObject *terms, PyObject *salient) {
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(words); i++) {
+        PyObject *word = PyList_GET_ITEM(words, i); /* borrowed: the list holds it */
+        PyObject *stem = PyObject_GetItem(memo, word);
+        if (stem == NULL) return -1;
+        int is_stop = PySet_Contains(stop, word);
+        int rc = is_stop < 0 ? -1 : PySet_Add(stems, stem);
+        if (rc == 0 && !is_stop) rc = PyList_Append(terms, stem);
+        Py_DECREF(stem);
+        if (rc == 0 && !is_stop && salient != NULL) {
+            int keep = salient_word(word, calendar, web);
+            rc = keep < 0 ? -1 : keep ? PyList_Append(salient, word) : 0;
+        }
+        if (rc < 0) return -1;
+    }
+    return 0;
+}
+
+/* The name cues of ASCII content without "`" and "/" (text._name_cues: no code span, URL or
+ * path to blank, apostrophes dropped here), normalized: a new list. */
+static PyObject *content_names(PyObject *content, PyObject *stop, PyObject *calendar,
+                               PyObject *units) {
+    const char *t;
+    Py_ssize_t n;
+    if (ascii_arg(content, &t, &n) < 0) return NULL;
+    if (memchr(t, '`', (size_t)n) != NULL || memchr(t, '/', (size_t)n) != NULL) {
+        PyErr_SetString(PyExc_ValueError, "names: content without '`' or '/' only");
+        return NULL;
+    }
+    char *d = PyMem_Malloc((size_t)n + 1);
+    if (d == NULL) return PyErr_NoMemory();
+    PyObject *names = names_of(d, drop_into(t, n, d), stop, calendar, units);
+    PyMem_Free(d);
+    if (names != NULL && normalize_all(names) < 0) Py_CLEAR(names);
+    return names;
+}
+
+/* The stems and terms of ASCII t[0:n] into out[3..4] and, when same (rest is text), its
+ * salient words into out[2]; the tokens identifiers_of needs into *tokens (none when no token
+ * is an identifier). 0, or -1 with out[] and *tokens to clear. */
+static int keys_of(const char *t, Py_ssize_t n, int same, PyObject *stop, PyObject *calendar,
+                   PyObject *web, PyObject *memo, PyObject **out, PyObject **tokens) {
+    PyObject *words = NULL;
+    int rc = -1;
+    if ((out[2] = PyList_New(0)) == NULL || (out[3] = PySet_New(NULL)) == NULL ||
+        (out[4] = PyList_New(0)) == NULL)
+        return -1;
+    if (memo_of(memo, stop, calendar, web)) {
+        Visit v = {(StemMemo *)memo, out[3], out[4], same ? out[2] : NULL};
+        int identifiers;
+        if (memo_words(&v, t, n, &identifiers) < 0) return -1;
+        *tokens = identifiers ? tokens_of(t, n) : PyTuple_New(0);
+        return *tokens == NULL ? -1 : 0;
+    }
+    if ((*tokens = tokens_of(t, n)) == NULL || (words = expand(*tokens)) == NULL) return -1;
+    rc = stem_words(words, stop, calendar, web, memo, out[3], out[4], same ? out[2] : NULL);
+    Py_DECREF(words);
+    return rc;
+}
+
+/* The derive_cues buckets that come from text and rest (rest: text with its URLs and dates
+ * blanked) and the text's keys: quoted, identifiers and salient words into out[0..2], the
+ * stems and terms into out[3..4]. 0, or -1 with out[] to clear. */
+static int text_parts(PyObject *text, PyObject *rest, PyObject *stop, PyObject *calendar,
+                      PyObject *web, PyObject *memo, PyObject **out) {
+    const char *t, *r;
+    Py_ssize_t n, m;
+    if (ascii_arg(text, &t, &n) < 0 || ascii_arg(rest, &r, &m) < 0) return -1;
+    int same = n == m && memcmp(t, r, (size_t)n) == 0, rc = -1;
+    PyObject *tokens = NULL, *rest_tokens = NULL;
+    if (keys_of(t, n, same, stop, calendar, web, memo, out, &tokens) < 0) goto done;
+    if ((rest_tokens = same ? Py_NewRef(tokens) : tokens_of(r, m)) == NULL) goto done;
+    if (!same) {
+        Py_SETREF(out[2], salient_of(rest_tokens, stop, calendar, web));
+        if (out[2] == NULL) goto done;
+    }
+    if ((out[0] = quoted_of(t, n, stop)) == NULL || normalize_all(out[0]) < 0) goto done;
+    rc = (out[1] = identifiers_of(rest_tokens, stop)) == NULL ? -1 : 0;
+done:
+    Py_XDECREF(tokens);
+    Py_XDECREF(rest_tokens);
+    return rc;
+}
+
+/* derive_keys' work, its arguments checked: (cues, stems, terms), a new tuple. */
+static PyObject *derive_core(PyObject *content, PyObject *text, PyObject *rest, PyObject *names,
+                             PyObject *hosts, PyObject *numbers, PyObject *dates,
+                             Py_ssize_t limit, PyObject **sets, PyObject *memo) {
+    PyObject *stop = sets[0], *calendar = sets[1], *units = sets[2], *web = sets[3];
+    PyObject *parts[5] = {NULL, NULL, NULL, NULL, NULL}, *found = NULL, *buckets = NULL;
+    PyObject *none = NULL, *cues = NULL, *result = NULL;
+    if (text_parts(text, rest, stop, calendar, web, memo, parts) < 0) goto done;
+    found = names == Py_None ? content_names(content, stop, calendar, units) : Py_NewRef(names);
+    if (found == NULL || (none = PyList_New(0)) == NULL) goto done;
+    /* derive_cues' order: quoted, identifiers, hosts, numbers, dates, names, Chinese (none in
+     * ASCII text), salient words; the last five hold only worded cues */
+    buckets = PyTuple_Pack(8, parts[0], parts[1], hosts, numbers, dates, found, none, parts[2]);
+    if (buckets == NULL || (cues = first_valid_of(buckets, limit, 5)) == NULL) goto done;
+    result = PyTuple_Pack(3, cues, parts[3], parts[4]);
+done:
+    for (int i = 0; i < 5; i++) Py_XDECREF(parts[i]);
+    Py_XDECREF(found);
+    Py_XDECREF(none);
+    Py_XDECREF(buckets);
+    Py_XDECREF(cues);
+    return result;
+}
+
+static int sets_arg(PyObject **sets) {
+    return set_arg(sets[0], "stop_words") < 0 || set_arg(sets[1], "calendar_words") < 0 ||
+                   set_arg(sets[2], "units") < 0 || set_arg(sets[3], "web_parts") < 0
+               ? -1
+               : 0;
+}
+
+/* derive_keys(content, text, rest, names, hosts, numbers, dates, limit, stop_words,
+ * calendar_words, units, web_parts, stems): (text.derive_cues(content, limit=limit), *the
+ * stems_and_terms of text) for ASCII content, where text is its normalized text and rest, names
+ * (None: derived here, for content without "`" and "/"), hosts, numbers and dates are what
+ * derive_cues' regex rules gave. */
+static PyObject *textc_derive_keys(PyObject *self, PyObject *args) {
+    PyObject *content, *text, *rest, *names, *hosts, *numbers, *dates, *sets[4], *memo;
+    Py_ssize_t limit;
+    if (!PyArg_ParseTuple(args, "OOOOOOOnOOOOO:derive_keys", &content, &text, &rest, &names,
+                          &hosts, &numbers, &dates, &limit, &sets[0], &sets[1], &sets[2],
+                          &sets[3], &memo))
+        return NULL;
+    if (sets_arg(sets) < 0) return NULL;
+    return derive_core(content, text, rest, names, hosts, numbers, dates, limit, sets, memo);
+}
+
+/* derive_plain(content, limit, stop_words, calendar_words, units, web_parts, stems): for
+ * ASCII content without a digit, "`" or "/" (no date, number, URL, code span or path: the
+ * regex rules find nothing), (derive_cues(content, limit=limit), normalize(content), *its
+ * stems_and_terms), the text normalized here too; None for other ASCII content. */
+static PyObject *textc_derive_plain(PyObject *self, PyObject *args) {
+    PyObject *content, *sets[4], *memo;
+    Py_ssize_t limit, n;
+    const char *t;
+    if (!PyArg_ParseTuple(args, "OnOOOOO:derive_plain", &content, &limit, &sets[0], &sets[1],
+                          &sets[2], &sets[3], &memo))
+        return NULL;
+    if (sets_arg(sets) < 0 || ascii_arg(content, &t, &n) < 0) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (IS_DIGIT(t[i]) || t[i] == '`' || t[i] == '/') Py_RETURN_NONE;
+    PyObject *text = textc_normalize(NULL, content), *empty = PyList_New(0), *got = NULL;
+    PyObject *result = NULL;
+    if (text != NULL && empty != NULL)
+        got = derive_core(content, text, text, Py_None, empty, empty, empty, limit, sets, memo);
+    if (got != NULL)
+        result = PyTuple_Pack(4, PyTuple_GET_ITEM(got, 0), text, PyTuple_GET_ITEM(got, 1),
+                              PyTuple_GET_ITEM(got, 2));
+    Py_XDECREF(text);
+    Py_XDECREF(empty);
+    Py_XDECREF(got);
+    return result;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* A record row's packed cues: recordtable._packed_cues                                      */
+/* ---------------------------------------------------------------------------------------- */
+
+/* How many leading cues have a code, giving one to each held cue without (recordtable's
+ * _coded_prefix, in one pass: a cue's code is looked up when it is reached, so one given
+ * twice finds the code its first time gave); their codes into out. -1 on error. */
+static Py_ssize_t coded_prefix(PyObject *cues, PyObject *held, PyObject *codes, PyObject *names,
+                               Py_ssize_t max_codes, uint16_t *out) {
+    Py_ssize_t k = 0;
+    for (; k < PyTuple_GET_SIZE(cues); k++) {
+        PyObject *cue = PyTuple_GET_ITEM(cues, k);
+        PyObject *code = PyDict_GetItemWithError(codes, cue); /* borrowed */
+        long value;
+        if (code == NULL) {
+            if (PyErr_Occurred()) return -1;
+            if (PyList_GET_SIZE(names) >= max_codes) break;
+            int found = PySequence_Contains(held, cue);
+            if (found <= 0) {
+                if (found < 0) return -1;
+                break;
+            }
+            value = (long)PyList_GET_SIZE(names);
+            PyObject *number = PyLong_FromLong(value);
+            int rc = number == NULL ? -1 : PyDict_SetItem(codes, cue, number);
+            Py_XDECREF(number);
+            if (rc < 0 || PyList_Append(names, cue) < 0) return -1;
+        } else if ((value = PyLong_AsLong(code)) == -1 && PyErr_Occurred()) {
+            return -1;
+        }
+        if (value < 0 || value > 0xFFFF) {
+            PyErr_SetString(PyExc_ValueError, "pack_cues: a code outside 0..65535");
+            return -1;
+        }
+        out[k] = (uint16_t)value;
+    }
+    return k;
+}
+
+/* The packed row of the coded cues' codes and the UTF-8 text of the rest (cues[k:], joined
+ * by NUL); the cues tuple itself (a new reference) when they cannot be packed: more than
+ * 255 coded, a rest cue empty or holding a NUL, a lone surrogate. NULL on error. */
+static PyObject *packed_row(PyObject *cues, Py_ssize_t k, const uint16_t *coded) {
+    Py_ssize_t count = PyTuple_GET_SIZE(cues);
+    if (k > 255) return Py_NewRef(cues);
+    PyObject *rest = PyTuple_GetSlice(cues, k, count), *text = NULL, *utf8 = NULL, *row = NULL;
+    if (rest == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < count - k; i++) {
+        PyObject *cue = PyTuple_GET_ITEM(rest, i);
+        if (!PyUnicode_Check(cue)) {
+            PyErr_SetString(PyExc_TypeError, "pack_cues: a cue must be a str");
+            goto done;
+        }
+        if (PyUnicode_GET_LENGTH(cue) == 0 || PyUnicode_FindChar(cue, 0, 0, PY_SSIZE_T_MAX, 1) != -1) {
+            row = PyErr_Occurred() ? NULL : Py_NewRef(cues);
+            goto done;
+        }
+    }
+    PyObject *nul = PyUnicode_FromOrdinal(0);
+    text = nul == NULL ? NULL : PyUnicode_Join(nul, rest);
+    Py_XDECREF(nul);
+    if (text == NULL) goto done;
+    if ((utf8 = PyUnicode_AsUTF8String(text)) == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) { /* a lone surrogate */
+            PyErr_Clear();
+            row = Py_NewRef(cues);
+        }
+        goto done;
+    }
+    Py_ssize_t size = PyBytes_GET_SIZE(utf8);
+    if ((row = PyBytes_FromStringAndSize(NULL, 1 + 2 * k + size)) == NULL) goto done;
+    char *out = PyBytes_AS_STRING(row);
+    out[0] = (char)k;
+    if (k > 0) memcpy(out + 1, coded, 2 * (size_t)k); /* native order, as struct's "=H" */
+    if (size > 0) memcpy(out + 1 + 2 * k, PyBytes_AS_STRING(utf8), (size_t)size);
+done:
+    Py_DECREF(rest);
+    Py_XDECREF(text);
+    Py_XDECREF(utf8);
+    return row;
+}
+
+/* pack_cues(cues, held, codes, names, max_codes): recordtable._packed_cues with _CODES_MAX
+ * max_codes (codes: a dict of cue -> code, names: the list of cues by code, both added to). */
+static PyObject *textc_pack_cues(PyObject *self, PyObject *args) {
+    PyObject *cues, *held, *codes, *names;
+    Py_ssize_t max_codes;
+    if (!PyArg_ParseTuple(args, "O!OO!O!n:pack_cues", &PyTuple_Type, &cues, &held, &PyDict_Type,
+                          &codes, &PyList_Type, &names, &max_codes))
+        return NULL;
+    Py_ssize_t count = PyTuple_GET_SIZE(cues);
+    if (count == 0) return Py_NewRef(cues); /* the one empty tuple */
+    uint16_t *coded = PyMem_Malloc(sizeof(uint16_t) * (size_t)count);
+    if (coded == NULL) return PyErr_NoMemory();
+    Py_ssize_t k = coded_prefix(cues, held, codes, names, max_codes, coded);
+    PyObject *row = k < 0 ? NULL : packed_row(cues, k, coded);
+    PyMem_Free(coded);
+    return row;
+}
+
+/* ---------------------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
     {"porter", textc_porter, METH_O, "text._porter of a word."},
@@ -990,6 +1654,9 @@ static PyMethodDef methods[] = {
     {"first_valid", textc_first_valid, METH_VARARGS, "text._first_valid."},
     {"quoted_cues", textc_quoted_cues, METH_VARARGS, "text._quoted_cues (ASCII)."},
     {"triggered", textc_triggered, METH_VARARGS, "The rules redact._may_match tries (ASCII)."},
+    {"derive_keys", textc_derive_keys, METH_VARARGS, "text.derive_cues_and_keys (ASCII)."},
+    {"derive_plain", textc_derive_plain, METH_VARARGS, "derive_keys of plain ASCII content."},
+    {"pack_cues", textc_pack_cues, METH_VARARGS, "recordtable._packed_cues."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1002,7 +1669,10 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__textc(void) {
+    if (PyType_Ready(&StemMemoType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
-    if (m != NULL && PyModule_AddIntConstant(m, "ABI_VERSION", 4) < 0) Py_CLEAR(m);
+    if (m != NULL && (PyModule_AddIntConstant(m, "ABI_VERSION", 5) < 0 ||
+                      PyModule_AddObjectRef(m, "StemMemo", (PyObject *)&StemMemoType) < 0))
+        Py_CLEAR(m);
     return m;
 }

@@ -364,8 +364,15 @@ class CueMap:
         return candidate
 
     def _build(
-        self, content: str, options: Mapping[str, Any], taken: set[str], now: datetime
+        self,
+        content: str,
+        options: Mapping[str, Any],
+        taken: set[str],
+        now: datetime,
+        memo: TextMemo | None = None,
     ) -> MemoryRecord:
+        """A new record from ``add``'s arguments (derived cues and their text keys through the
+        batch's ``memo``, which keeps the keys for indexing)."""
         if not _ADD_OPTIONS.issuperset(options):
             name = sorted(set(options) - _ADD_OPTIONS)[0]
             raise ValidationError(
@@ -380,7 +387,7 @@ class CueMap:
         cues = normalized_list(options.get("cues"), "cues")
         origin: CueOrigin = "given" if cues else "derived"
         if not cues and isinstance(content, str) and content.strip():
-            cues = tuple(derive_cues(content))
+            cues = tuple(derive_cues(content) if memo is None else memo.derived_cues(content))
         memory_id = options.get("memory_id")
         if memory_id is None and isinstance(content, str):
             memory_id = self._new_id(namespace, content, taken)
@@ -547,7 +554,7 @@ class CueMap:
                 if "content" not in options:
                     raise ValidationError(f"items[{position}].content", None, "non-empty text")
                 explicit = options.get("memory_id") is not None
-                record = self._build(options.pop("content"), options, taken, now)
+                record = self._build(options.pop("content"), options, taken, now, memo)
             else:
                 raise ValidationError(f"items[{position}]", item, "a mapping or a MemoryRecord")
             taken.add(record.memory_id)

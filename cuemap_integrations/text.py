@@ -69,7 +69,7 @@ __all__ = [
     "words",
 ]
 
-_TEXTC_ABI = 4  # the functions and arguments _textc.c implements (its ABI_VERSION)
+_TEXTC_ABI = 5  # the functions and arguments _textc.c implements (its ABI_VERSION)
 
 
 def _load_textc() -> Any:
@@ -608,9 +608,20 @@ def _interned_stem(
     return sys.intern(porter(word))
 
 
-# stem's cache; the hot paths map its lookup over a text's words (no Python call per word)
-_STEMS: _Memo[str, str] = _Memo(_interned_stem, _CACHE_SIZE)
-_stem = _STEMS.__getitem__
+def _stem_memo() -> Any:
+    """stem's cache: a :class:`_Memo` of :func:`_interned_stem`, or with the extension its C
+    twin (``_textc.StemMemo``: the same generations, looked up by a word's bytes). The C one
+    lets ``derive_keys`` stem a text's words without making a string for each (a hit hands
+    back the entry's stem, its word interned, and whether the word is a stop, calendar or web
+    word), where a dict lookup needs a new string for every word of every memory."""
+    if _C is None:
+        return _Memo(_interned_stem, _CACHE_SIZE)
+    return _C.StemMemo(_interned_stem, _CACHE_SIZE, STOP_WORDS, _CALENDAR_WORDS, _WEB_PARTS)
+
+
+# the hot paths map its lookup over a text's words (no Python call per word)
+_STEMS: Any = _stem_memo()
+_stem: Callable[[str], str] = _STEMS.__getitem__
 
 
 # --------------------------------------------------------------------------------------------
@@ -1290,6 +1301,42 @@ def derive_cues(content: str, *, limit: int = 48) -> list[str]:
 
 
 _WORDED_BUCKETS = 5  # the last five of derive_cues' buckets (numbers to salient words)
+
+
+def derive_cues_and_keys(
+    content: str, *, limit: int = 48
+) -> tuple[list[str], str, set[str], list[str]]:
+    """``(derive_cues(content, limit=limit), text, *stems_and_terms(text))`` where ``text`` is
+    ``normalize(content)``: what ingest asks of a new memory's content without cues.
+
+    Both scan the same normalized text and tokens. For ASCII content the regex rules (URLs,
+    dates, numbers; names in text with a code span or a "/") run here, and everything else in
+    one C call (``_textc.derive_keys``): tokens, quotations, identifiers, names, salient
+    words, the choice of cues, stems and terms, each token visited once, where the two
+    functions make a dozen calls with Python between them. Content with no digit, "`" or "/"
+    (no rule's regex can match: most memories) is normalized in that call too
+    (``_textc.derive_plain``). Other text takes the two functions in turn."""
+    if _C is None or limit <= 0 or not content.isascii():
+        text = normalize(content)
+        return (derive_cues(content, limit=limit), text, *stems_and_terms(text))
+    sets = (STOP_WORDS, _CALENDAR_WORDS, _UNIT_SET, _WEB_PARTS)
+    plain: tuple[list[str], str, set[str], list[str]] | None = _C.derive_plain(
+        content, limit, *sets, _STEMS
+    )
+    if plain is not None:  # no digit, "`" or "/": no regex rule has anything to find
+        return plain
+    text = normalize(content)
+    rest, hosts = text, []
+    if _URL_TRIGGER in text:
+        rest, hosts = _mask(_URL_RE, text, _URL_TRIGGER), _url_hosts(text)
+    dates, rest = _date_cues(rest)
+    numbers = _number_cues(rest)
+    # None: the C call finds the names (content without a code span, URL or path to blank)
+    names = list(map(normalize, _name_cues(content))) if "`" in content or "/" in content else None
+    cues, stems, terms = _C.derive_keys(
+        content, text, rest, names, hosts, numbers, dates, limit, *sets, _STEMS
+    )
+    return cues, text, stems, terms
 
 
 # --------------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from typing import NamedTuple
 from .aliases import AliasTable
 from .lifecycle import ContentKey, content_key
 from .records import MemoryRecord
-from .text import normalize, stems_and_terms
+from .text import derive_cues_and_keys, normalize, stems_and_terms
 
 __all__ = ["TextKeys", "TextMemo", "text_keys"]
 
@@ -58,6 +58,15 @@ class TextMemo:
         if keys is None:
             keys = self._keys[content] = text_keys(content, self._aliases)
         return keys
+
+    def derived_cues(self, content: str) -> list[str]:
+        """``derive_cues(content)``; the text keys of ``content`` come out of the same pass
+        (:func:`~cuemap_integrations.text.derive_cues_and_keys`) and are kept for
+        :meth:`keys`."""
+        cues, text, stems, terms = derive_cues_and_keys(content)
+        if content not in self._keys:
+            self._keys[content] = TextKeys(text, self._aliases.find_in(text, stems), terms)
+        return cues
 
     def normalized(self, content: str) -> str:
         """``normalize(content)``, from the memo."""

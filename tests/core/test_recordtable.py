@@ -7,6 +7,7 @@ from collections import Counter
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -175,6 +176,40 @@ def test_packed_cues_read_back_equal(
             row if isinstance(row, tuple) else recordtable._unpacked_cues(row, 0, len(row), names)
         )
         assert read == cues and type(read) is tuple
+
+
+class _Held(set[str]):
+    """A container answering through Python code, as the index's held cues may."""
+
+    def __contains__(self, cue: object) -> bool:
+        return set.__contains__(self, cue)
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.lists(_cue_texts, max_size=8).map(tuple), min_size=1, max_size=8),
+       st.sets(_cue_texts), st.integers(0, 5), st.booleans())  # fmt: skip
+def test_packing_in_c_is_the_python_packing(
+    rows: list[tuple[str, ...]], held: set[str], room: int, python_held: bool
+) -> None:
+    """Differential: the compiled packer (``_textc.pack_cues``) gives the bytes (or tuple) of
+    :func:`_python_packed_cues` and the same codes and names, row after row, a full code table
+    (``room``) and empty, NUL-holding and lone-surrogate cues included."""
+    pack = recordtable._PACK
+    if pack is None:
+        pytest.skip("the text extension is not built or is switched off")
+    container = _Held(held) if python_held else held
+    tables: list[tuple[dict[str, int], list[str]]] = [({}, []), ({}, [])]
+    for cues in rows:
+        (c_codes, c_names), (codes, names) = tables
+        got = pack(cues, container, c_codes, c_names, room)
+        limit = recordtable._CODES_MAX
+        recordtable._CODES_MAX = room
+        try:
+            expected = recordtable._python_packed_cues(cues, held, codes, names)
+        finally:
+            recordtable._CODES_MAX = limit
+        assert got == expected and type(got) is type(expected)
+        assert (c_codes, c_names) == (codes, names)
 
 
 _metadata = st.one_of(

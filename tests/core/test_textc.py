@@ -197,6 +197,142 @@ def test_derive_cues_and_text_keys_are_the_python_ones(
     assert (text_module.derive_cues(text, limit=limit), text_keys(text, aliases)) == expected
 
 
+# Any text: English, Chinese, mixed, odd Unicode (the C call takes ASCII content only, the rest
+# goes to the Python rules; both must give the Python reference).
+_UNICODE_PIECES = st.sampled_from([
+    "上次订单超时了", "为什么", "的", "Café", "naïve", "ＡＢＣ，Redis！", "「引号」", "“quoted”", "—",
+    "\u212a", "\u0130", "\u017f", "\ud800", "e\u0301", "ß", "ﬁ", "①", "٣", "Ⅻ", "\u3000", "２０２３年５月８日",
+])  # fmt: skip
+ANY_TEXT = st.one_of(
+    ASCII_TEXT,
+    st.lists(st.one_of(_PIECES, _UNICODE_PIECES), max_size=12).map(" ".join),
+    st.lists(st.one_of(_PIECES, _UNICODE_PIECES), max_size=12).map("".join),
+    st.text(max_size=120),
+)
+
+
+def _derived_and_keys(content: str, limit: int) -> tuple[list[str], str, set[str], list[str]]:
+    """The Python reference of derive_cues_and_keys: derive_cues, normalize, stems_and_terms."""
+    text = text_module.normalize(content)
+    return (text_module.derive_cues(content, limit=limit), text,
+            *text_module.stems_and_terms(text))  # fmt: skip
+
+
+@settings(max_examples=1500, deadline=None)
+@given(ANY_TEXT, st.integers(min_value=-1, max_value=60))
+def test_cues_and_keys_in_one_call_are_the_python_ones(
+    textc: ModuleType, text: str, limit: int
+) -> None:
+    expected = _reference(_derived_and_keys, text, limit)
+    with patch.object(text_module, "_C", textc):
+        assert text_module.derive_cues_and_keys(text, limit=limit) == expected
+
+
+def test_cues_and_keys_of_the_ingest_corpus_are_the_python_ones(
+    textc: ModuleType, tmp_path: Path
+) -> None:
+    for content in corpus(tmp_path):
+        expected = _reference(_derived_and_keys, content, 48)
+        with patch.object(text_module, "_C", textc):
+            assert text_module.derive_cues_and_keys(content) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(ANY_TEXT, max_size=6), st.integers(min_value=1, max_value=60))
+def test_the_one_call_through_a_stem_memo_or_any_mapping_is_the_same(
+    textc: ModuleType, texts: list[str], limit: int
+) -> None:
+    sets = (text_module.STOP_WORDS, text_module._CALENDAR_WORDS, text_module._UNIT_SET,
+            text_module._WEB_PARTS)  # fmt: skip
+    memo = textc.StemMemo(text_module._interned_stem, 3, *sets[:2], sets[3])  # turns over
+    mapping = text_module._Memo(text_module._interned_stem, 3)
+    for text in (t for t in texts if t.isascii() and "`" not in t and "/" not in t):
+        normalized = textc.normalize(text)
+        args = (text, normalized, normalized, None, [], [], [], limit, *sets)
+        assert textc.derive_keys(*args, memo) == textc.derive_keys(*args, mapping)
+
+
+_KEYS = st.one_of(
+    st.sampled_from(["a", "bb", "ccc", "running", "", "x" * 40]),
+    st.text(alphabet=st.characters(max_codepoint=127), max_size=6),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_KEYS, max_size=40), st.integers(min_value=1, max_value=5))
+def test_the_stem_memo_remembers_as_the_python_memo_does(
+    textc: ModuleType, keys: list[str], maxsize: int
+) -> None:
+    calls: dict[str, list[str]] = {"c": [], "python": []}
+
+    def fn(name: str) -> Callable[[str], str]:
+        return lambda key: calls[name].append(key) or key[::-1]
+
+    sets = (frozenset(), frozenset(), frozenset())
+    memo, python = textc.StemMemo(fn("c"), maxsize, *sets), text_module._Memo(fn("python"), maxsize)
+    for key in keys:
+        assert memo[key] == python[key] == key[::-1]
+        assert len(memo) == len(python) and memo.older == len(python._older)
+    assert calls["c"] == calls["python"]
+    size = len(memo)
+    for key in ("é", "上次", "\ud800", *keys):  # not remembered: fn each time, the same value
+        assert memo[key + "é"] == (key + "é")[::-1]
+    assert len(memo) == size
+
+
+def test_the_stem_memo_refuses_bad_arguments_and_passes_errors_on(textc: ModuleType) -> None:
+    sets = (frozenset(), frozenset(), frozenset())
+    with pytest.raises(ValueError, match="maxsize"):
+        textc.StemMemo(str, 0, *sets)
+    with pytest.raises(TypeError, match="set"):
+        textc.StemMemo(str, 4, [], *sets[1:])
+    memo = textc.StemMemo({}.__getitem__, 4, *sets)
+    with pytest.raises(KeyError):
+        memo["word"]
+    assert len(memo) == 0
+
+
+def test_the_one_call_keeps_no_string_it_made(textc: ModuleType) -> None:
+    """Names, quotations and cues made in C and normalized there are freed with the result:
+    a reference kept would hold every memory's names for good (bench scale 100k: 174 bytes a
+    memory, seen as index bytes)."""
+    import tracemalloc
+
+    sets = (text_module.STOP_WORDS, text_module._CALENDAR_WORDS, text_module._UNIT_SET,
+            text_module._WEB_PARTS)  # fmt: skip
+    content = "Caroline and Melanie met 'Mister Jones' in New York, said \"Hello There\"."
+    textc.derive_plain(content, 48, *sets, text_module._STEMS)  # the memo holds its words
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(2000):
+            textc.derive_plain(content, 48, *sets, text_module._STEMS)
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert grown < 20_000  # leaking the names alone: 2,000 x 6 x ~55 bytes
+
+
+def test_the_one_call_refuses_what_it_cannot_derive(textc: ModuleType) -> None:
+    sets = (text_module.STOP_WORDS, text_module._CALENDAR_WORDS, text_module._UNIT_SET,
+            text_module._WEB_PARTS)  # fmt: skip
+    for content in ("see `ls`", "a/b", "café"):  # names need the Python rules (or any text)
+        with pytest.raises(ValueError):
+            textc.derive_keys(content, "x", "x", None, [], [], [], 5, *sets, {"x": "x"})
+    with pytest.raises(ValueError, match="ASCII"):
+        textc.derive_keys("a", "é", "é", [], [], [], [], 5, *sets, {})
+    for content in ("port 8001", "see `ls`", "a/b", "http://x"):  # the regex rules' share
+        assert textc.derive_plain(content, 5, *sets, text_module._STEMS) is None
+    with pytest.raises(ValueError, match="ASCII"):
+        textc.derive_plain("café", 5, *sets, text_module._STEMS)
+    with pytest.raises(KeyError):
+        textc.derive_plain("Word", 5, *sets, {})
+    with pytest.raises(KeyError):  # an error from the stem mapping propagates
+        textc.derive_keys("Word", "word", "word", None, [], [], [], 5, *sets, {})
+    with pytest.raises(TypeError, match="set"):
+        textc.derive_keys("a", "a", "a", None, [], [], [], 5, [], *sets[1:], {})
+
+
 def test_the_ingest_corpus_gives_the_python_results(textc: ModuleType, tmp_path: Path) -> None:
     texts = [t for t in corpus(tmp_path) if t.isascii()]
     assert len(texts) > 1000
