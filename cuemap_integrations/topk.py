@@ -169,6 +169,9 @@ class RecallMemo:
     entries: dict[int, Any] = field(default_factory=dict)  # id(list) -> its array entry
     # the last pass's carried concepts, its k, and its k-th best score (see floor)
     last: tuple[tuple[Concept, ...], int, float] | None = None
+    # (k, ids of the query's own lists a narrowing check took) -> what they gave the memories
+    # they reach (arrays._taken): the feedback pass's first check often takes them again
+    taken: dict[tuple[int, ...], Any] = field(default_factory=dict)
 
     def lists(self, index: NamespaceIndex, plan: QueryPlan, cfg: RecallConfig) -> list[_List]:
         """Every list of ``plan``: the query's own ones (made on the first pass), then the
