@@ -885,3 +885,44 @@ def test_only_a_call_over_every_memory_not_held_takes_a_floor() -> None:
         kernel.accumulate(view, described.lists, weights, hold=True, floor=floor)
     with pytest.raises(kernel.KernelError, match="floor"):
         kernel.accumulate(view, described.lists, weights, cand=(cand, cand), floor=floor)
+
+
+def _members_reference(postings: list[Any]) -> tuple[list[int], int]:
+    """``kernel._Members.of`` as it was written first (the descriptors' own ``member``)."""
+    described = kernel._Descriptors()
+    for member in postings:
+        described.member(member)
+    return described.members.tolist(), described.postings
+
+
+def _unaddressed(members: list[int]) -> list[int]:
+    """Member descriptors without their buffers' addresses (a one-posting list makes its
+    arrays anew when asked: see ``_OnePosting.buffers``)."""
+    return [v for at, v in enumerate(members) if at % 5 not in (0, 3) or (at % 5 == 3 and v == 0)]
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    lists=st.lists(
+        st.dictionaries(st.integers(0, 2**40), st.sampled_from([1.0, 2.0, 0.5, 3.25, 300.0]),
+                        max_size=5),
+        min_size=1, max_size=3,
+    )
+)  # fmt: skip
+def test_one_lists_member_descriptors_are_the_descriptors_own(lists: list[dict]) -> None:
+    """``_Members.of`` of one posting list (written out: a feedback pass describes ~15 new
+    ones) describes its buffers as ``_Descriptors.member`` does: seq width, count, value type,
+    and the addresses of the buffers it keeps alive; several lists take the descriptors' way."""
+    from cuemap_integrations.postings import Postings
+
+    postings = [Postings() for _ in lists]
+    for held, values in zip(postings, lists, strict=True):
+        for seq, value in sorted(values.items()):
+            held.put(seq, value)
+    got = kernel._Members.of(postings)
+    members, count = _members_reference(postings)
+    assert (_unaddressed(got.members.tolist()), got.postings) == (_unaddressed(members), count)
+    kept = {buffer.buffer_info()[0] for buffer in got.keep}
+    described = got.members.tolist()
+    assert {described[at] for at in range(0, len(described), 5)} <= kept
+    assert {described[at] for at in range(3, len(described), 5) if described[at]} <= kept
