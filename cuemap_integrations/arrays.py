@@ -93,6 +93,13 @@ def _np() -> Any:
     return _numpy
 
 
+def _filled(count: int, value: int, dtype: Any) -> Any:
+    """``np.full(count, value, dtype)`` on huge pages (see :func:`kernel.huge_zeros`)."""
+    held = kernel.huge_zeros(_np(), count, dtype)
+    held.fill(value)
+    return held
+
+
 def usable() -> bool:
     """True when NumPy can be imported (it is a dependency; a broken install falls back)."""
     try:
@@ -169,13 +176,13 @@ class ArrayView:
         np = _np()
         self.index = index
         # seq -> slot (-1: none), an array so a posting list's seqs map to slots in one step
-        self.slot_by_seq = np.full(max(1024, 2 * max(index.docs, default=0) + 2), -1, np.int64)
+        self.slot_by_seq = _filled(max(1024, 2 * max(index.docs, default=0) + 2), -1, np.int64)
         self.type_codes: dict[str, int] = {}
         capacity = max(1024, 2 * len(index.docs))
-        self.seq_at = np.zeros(capacity, dtype=np.int64)
-        self.length = np.zeros(capacity, dtype=np.float64)
-        self.updated = np.zeros(capacity, dtype=np.float64)
-        self.type_code = np.zeros(capacity, dtype=np.int32)
+        self.seq_at = kernel.huge_zeros(np, capacity, np.int64)
+        self.length = kernel.huge_zeros(np, capacity, np.float64)
+        self.updated = kernel.huge_zeros(np, capacity, np.float64)
+        self.type_code = kernel.huge_zeros(np, capacity, np.int32)
         self.size = 0
         # mirrored lists, least recently read first, and how many postings they hold
         self.lists: OrderedDict[tuple[str, str], _Growable] = OrderedDict()
@@ -197,7 +204,7 @@ class ArrayView:
             if slot == len(self.seq_at):
                 self._grow()
             if seq >= len(self.slot_by_seq):
-                grown = _np().full(2 * seq + 2, -1, dtype=self.slot_by_seq.dtype)
+                grown = _filled(2 * seq + 2, -1, self.slot_by_seq.dtype)
                 grown[: len(self.slot_by_seq)] = self.slot_by_seq
                 self.slot_by_seq = grown
             self.slot_by_seq[seq] = slot
@@ -216,7 +223,10 @@ class ArrayView:
         np = _np()
         capacity = 2 * len(self.seq_at)
         for name in ("seq_at", "length", "updated", "type_code"):
-            setattr(self, name, np.resize(getattr(self, name), capacity))
+            held = getattr(self, name)
+            grown = kernel.huge_zeros(np, capacity, held.dtype)
+            grown[:] = np.resize(held, capacity)  # as np.resize makes it, huge pages or not
+            setattr(self, name, grown)
 
     def put(self, kind: str, key: str, seq: int, value: float) -> None:
         """A posting was added to the index: mirror it if this list is mirrored."""

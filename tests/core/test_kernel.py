@@ -926,3 +926,18 @@ def test_one_lists_member_descriptors_are_the_descriptors_own(lists: list[dict])
     described = got.members.tolist()
     assert {described[at] for at in range(0, len(described), 5)} <= kept
     assert {described[at] for at in range(3, len(described), 5) if described[at]} <= kept
+
+
+@pytest.mark.parametrize("count", [0, 1, 1000, 300_000])
+@pytest.mark.parametrize("dtype", ["float64", "int64", "int32", "uint64"])
+def test_huge_zeros_are_zeros_on_a_huge_page_boundary(count: int, dtype: str) -> None:
+    """``huge_zeros`` is ``np.zeros``, contiguous and writable; one of 1 MiB or more starts at
+    a 2 MiB boundary, where Linux may back it with huge pages."""
+    np = arrays._np()
+    held = kernel.huge_zeros(np, count, np.dtype(dtype))
+    assert held.dtype == np.dtype(dtype) and held.shape == (count,) and not held.any()
+    assert held.flags.c_contiguous and held.flags.writeable
+    if held.nbytes >= 1 << 20:
+        assert held.ctypes.data % (2 << 20) == 0
+    held[:] = 7
+    assert (held == 7).all()
