@@ -93,6 +93,13 @@ def _np() -> Any:
     return _numpy
 
 
+def _filled(count: int, value: int, dtype: Any) -> Any:
+    """``np.full(count, value, dtype)`` on huge pages (see :func:`kernel.huge_zeros`)."""
+    held = kernel.huge_zeros(_np(), count, dtype)
+    held.fill(value)
+    return held
+
+
 def usable() -> bool:
     """True when NumPy can be imported (it is a dependency; a broken install falls back)."""
     try:
@@ -169,13 +176,13 @@ class ArrayView:
         np = _np()
         self.index = index
         # seq -> slot (-1: none), an array so a posting list's seqs map to slots in one step
-        self.slot_by_seq = np.full(max(1024, 2 * max(index.docs, default=0) + 2), -1, np.int64)
+        self.slot_by_seq = _filled(max(1024, 2 * max(index.docs, default=0) + 2), -1, np.int64)
         self.type_codes: dict[str, int] = {}
         capacity = max(1024, 2 * len(index.docs))
-        self.seq_at = np.zeros(capacity, dtype=np.int64)
-        self.length = np.zeros(capacity, dtype=np.float64)
-        self.updated = np.zeros(capacity, dtype=np.float64)
-        self.type_code = np.zeros(capacity, dtype=np.int32)
+        self.seq_at = kernel.huge_zeros(np, capacity, np.int64)
+        self.length = kernel.huge_zeros(np, capacity, np.float64)
+        self.updated = kernel.huge_zeros(np, capacity, np.float64)
+        self.type_code = kernel.huge_zeros(np, capacity, np.int32)
         self.size = 0
         # mirrored lists, least recently read first, and how many postings they hold
         self.lists: OrderedDict[tuple[str, str], _Growable] = OrderedDict()
@@ -197,7 +204,7 @@ class ArrayView:
             if slot == len(self.seq_at):
                 self._grow()
             if seq >= len(self.slot_by_seq):
-                grown = _np().full(2 * seq + 2, -1, dtype=self.slot_by_seq.dtype)
+                grown = _filled(2 * seq + 2, -1, self.slot_by_seq.dtype)
                 grown[: len(self.slot_by_seq)] = self.slot_by_seq
                 self.slot_by_seq = grown
             self.slot_by_seq[seq] = slot
@@ -216,7 +223,10 @@ class ArrayView:
         np = _np()
         capacity = 2 * len(self.seq_at)
         for name in ("seq_at", "length", "updated", "type_code"):
-            setattr(self, name, np.resize(getattr(self, name), capacity))
+            held = getattr(self, name)
+            grown = kernel.huge_zeros(np, capacity, held.dtype)
+            grown[:] = np.resize(held, capacity)  # as np.resize makes it, huge pages or not
+            setattr(self, name, grown)
 
     def put(self, kind: str, key: str, seq: int, value: float) -> None:
         """A posting was added to the index: mirror it if this list is mirrored."""
@@ -488,7 +498,7 @@ def select(
     described = _described(lists, cfg, _members(index)) if kernel.enabled() else None
     if described is not None:
         with view.scratch().lock:  # the kernel's output is the scratch's, until we return
-            found = _compiled(view, described, cfg, scorer, k, admitted, floor)
+            found = _compiled(view, described, cfg, scorer, k, admitted, floor, memo)
             chosen = _walked(view, found, cfg, scorer, k, admitted, min_score, floor)
         return Selected(chosen, _exact(index, described, lists, chosen))
     found = _vectorized(view, lists, cfg, scorer, k, admitted, memo, floor)
@@ -570,7 +580,7 @@ def _walked(
 
 def _compiled(
     view: ArrayView, described: _Described, cfg: RecallConfig, scorer: FastScorer, k: int,
-    admitted: Callable[[int], bool], floor: float,
+    admitted: Callable[[int], bool], floor: float, memo: RecallMemo | None = None,
 ) -> tuple[Any, _Sums, Any]:  # fmt: skip
     """Candidates and their evidence from the compiled kernel, reading the index's own posting
     buffers (no mirror or union made): narrowed as :func:`_narrowed` does in a large namespace,
@@ -581,7 +591,7 @@ def _compiled(
     ordered, units, lists = described
     if view.size >= NARROW_MIN_MEMORIES:
         narrowed = _compiled_narrowed(
-            view, lists, ordered, units, weights, cfg, scorer, k, admitted, floor
+            view, lists, ordered, units, weights, cfg, scorer, k, admitted, floor, memo
         )
         if narrowed is not None:
             return narrowed
@@ -629,7 +639,7 @@ _first = itemgetter(0)
 def _compiled_narrowed(
     view: ArrayView, described: Any, ordered: Sequence[_List], units: Sequence[tuple[int, int]],
     weights: tuple[float, ...], cfg: RecallConfig, scorer: FastScorer, k: int,
-    admitted: Callable[[int], bool], floor: float,
+    admitted: Callable[[int], bool], floor: float, memo: RecallMemo | None = None,
 ) -> tuple[Any, _Sums, Any] | None:  # fmt: skip
     """:func:`_narrowed` by the kernel: the same checks (before a unit at least twice as long
     as the last, while the units taken hold at most 1/_SPARSE_SHARE of the namespace's size in
@@ -637,7 +647,11 @@ def _compiled_narrowed(
     memory outside the candidates to ``theta``, one more call sums every list for the
     candidates within reach (long lists binary-searched for them). Where the lists taken
     alone give too low a theta, the best few candidates' exact scores may give a higher one
-    (:func:`_probed_theta`). None: score densely."""
+    (:func:`_probed_theta`). None: score densely.
+
+    What a check finds before its floor and rest come in (:class:`_Taken`) depends on the
+    lists taken and k alone: a later pass of the recall (``memo``) that takes the same lists
+    of the query's own first reads it back instead of summing them again."""
     every = rest_bounds(ordered, cfg.weights["session"] * cfg.session_saturation)
     rest = [every[0]] + [every[taken] for _, taken in units]  # rest[u]: units u.. add at most
     probe = functools.partial(_probed_theta, view, described, weights, scorer, k, admitted)
@@ -645,10 +659,10 @@ def _compiled_narrowed(
     for u in _checks(view, [size for size, _ in units], rest, scorer, floor, last=False):
         taken = units[u][1]
         # the sums are held in the scratch: the last call goes on from them for the candidates
-        # instead of reading the lists taken again (unless the probe's call came between)
-        found = kernel.accumulate(view, described, weights, lists=taken, hold=True)
-        cand, partial, _ = _from_kernel(found)
-        reach = _reachable(view, partial, cand, cfg, scorer, k, admitted, floor, rest[u + 1], probe)
+        # instead of reading the lists taken again (unless the probe's call came between, or
+        # an earlier pass's check found them)
+        sums = _taken(view, described, ordered, taken, weights, cfg, scorer, k, admitted, memo)
+        reach = _reached(view, sums, cfg, scorer, floor, rest[u + 1], probe)
         if reach is not None:
             kept = reach.cand  # a copy: the next call reuses the scratch's output arrays
             # each list not taken then drops the candidates it leaves out of reach of theta,
@@ -662,6 +676,63 @@ def _compiled_narrowed(
             )  # fmt: skip
             return _from_kernel(found)
     return None
+
+
+class _Taken(NamedTuple):
+    """What the lists a narrowing check takes give the memories they reach (``cand``, their
+    ``partial`` sums): each one's prior (without the bonus), lower bound and tag-only flag,
+    and ``kth``, the k-th best lower bound among the admitted ones (-inf: fewer)."""
+
+    cand: Any
+    partial: _Sums
+    prior: Any
+    lower: Any
+    tag_only: Any
+    kth: float
+
+
+def _taken(
+    view: ArrayView, described: Any, ordered: Sequence[_List], taken: int,
+    weights: tuple[float, ...], cfg: RecallConfig, scorer: FastScorer, k: int,
+    admitted: Callable[[int], bool], memo: RecallMemo | None,
+) -> _Taken:  # fmt: skip
+    """:class:`_Taken` of the first ``taken`` of ``ordered``, summed with ``hold`` (so the last
+    call may resume from them); or, when these are all the query's own lists (the same objects
+    in every pass of a recall: their ids stand for them while ``memo`` lives) and an earlier
+    pass of the recall summed them for the same ``k``, read back from ``memo``. The same
+    lists, weights, clock and filters give the same floats: the feedback pass's first check
+    usually takes the first pass's rare words again (~250 of 300 bench queries at 100k)."""
+    prefix = ordered[:taken]
+    key = None
+    if memo is not None and all(map(memo.shared, prefix)):
+        key = (k, *map(id, prefix))
+        held: _Taken | None = memo.taken.get(key)
+        if held is not None:
+            return held
+    found = kernel.accumulate(view, described, weights, lists=taken, hold=True)
+    cand, partial, _ = _from_kernel(found)
+    if key is not None:  # kept past the next call, which reuses the scratch's output arrays
+        cand = cand.copy()
+        partial = _Sums.of(kernel.KernelSums(cand, *(a.copy() for a in found[1:])))
+    prior = _priors(view, cand, scorer)  # without the bonus: :func:`_scores`' lower bound
+    lower = partial.evidence + prior  # evidence only adds
+    tag_only = partial.only  # ranked after every other match: never the k-th
+    kth = _kth(view, cand, lower, k, admitted, tag_only)
+    held = _Taken(cand, partial, prior, lower, tag_only, kth)
+    if memo is not None and key is not None:
+        memo.taken[key] = held
+    return held
+
+
+def _reached(
+    view: ArrayView, found: _Taken, cfg: RecallConfig, scorer: FastScorer, floor: float,
+    rest: float, probe: Callable[[Any, Any], float],
+) -> _Reach | None:  # fmt: skip
+    """:func:`_reachable` of what the lists taken found (:func:`_taken`)."""
+    cand, partial, prior, lower, tag_only, kth = found
+    theta = max(kth, floor)
+    return _reach_beyond(partial, slice(None), cand, prior, lower, tag_only, theta, cfg, scorer,
+                         rest, probe)  # fmt: skip
 
 
 def _vectorized(
@@ -902,6 +973,17 @@ def _reachable(
     lower = _evidence(partial, at, cfg, scorer) + prior  # evidence only adds
     tag_only = partial.tag_only(at)  # ranked after every other match: never the k-th
     theta = max(_kth(view, cand, lower, k, admitted, tag_only), floor)
+    return _reach_beyond(partial, at, cand, prior, lower, tag_only, theta, cfg, scorer, rest,
+                         probe)  # fmt: skip
+
+
+def _reach_beyond(
+    partial: _Sums, at: Any, cand: Any, prior: Any, lower: Any, tag_only: Any, theta: float,
+    cfg: RecallConfig, scorer: FastScorer, rest: float,
+    probe: Callable[[Any, Any], float] | None,
+) -> _Reach | None:  # fmt: skip
+    """:func:`_reachable` once the candidates' priors, lower bounds, tag-only flags and a k-th
+    best lower bound ``theta`` are known."""
     upper = None
     if rest + scorer.prior_max >= theta - _EPSILON:
         if probe is None:

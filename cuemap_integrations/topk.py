@@ -133,13 +133,26 @@ def _found(index: NamespaceIndex, kinds: tuple[str, ...], members: tuple[str, ..
 
     Memoized in ``index.derived`` (cleared by every posting change): the feedback pass
     carries some fifty concepts, each needing its document frequency (a union of lists), and
-    the same concepts come back in pass after pass and recall after recall."""
+    the same concepts come back in pass after pass and recall after recall. A bench query's
+    feedback pass still brings ~15 concepts never asked before (its lenders' own names and
+    numbers): each table is read once per member (``get``), and one list's document frequency
+    is its length (the generators, the dict of tables and two reads per member were ~14 us of
+    a new concept's ~20)."""
     held: _Found | None = index.derived.get((kinds, members))
     if held is None:
-        tables = {kind: index.postings(kind) for kind in kinds}
-        keys = tuple((kind, m) for kind, table in tables.items() for m in members if m in table)
-        postings = tuple(tables[kind][m] for kind, m in keys)
-        held = _Found(keys, postings, _union_size(index, keys, postings) if keys else 0)
+        keys: list[tuple[str, str]] = []
+        postings: list[Postings] = []
+        for kind in kinds:
+            get = index.postings(kind).get
+            for member in members:
+                found = get(member)
+                if found is not None:
+                    keys.append((kind, member))
+                    postings.append(found)
+        df = len(postings[0]) if len(postings) == 1 else 0
+        if len(postings) > 1:
+            df = _union_size(index, tuple(keys), tuple(postings))
+        held = tuple.__new__(_Found, (tuple(keys), tuple(postings), df))
         if len(index.derived) >= _DERIVED_MAX:
             index.derived.clear()
         index.derived[(kinds, members)] = held
@@ -169,6 +182,9 @@ class RecallMemo:
     entries: dict[int, Any] = field(default_factory=dict)  # id(list) -> its array entry
     # the last pass's carried concepts, its k, and its k-th best score (see floor)
     last: tuple[tuple[Concept, ...], int, float] | None = None
+    # (k, ids of the query's own lists a narrowing check took) -> what they gave the memories
+    # they reach (arrays._taken): the feedback pass's first check often takes them again
+    taken: dict[tuple[int, ...], Any] = field(default_factory=dict)
 
     def lists(self, index: NamespaceIndex, plan: QueryPlan, cfg: RecallConfig) -> list[_List]:
         """Every list of ``plan``: the query's own ones (made on the first pass), then the

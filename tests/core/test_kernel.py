@@ -7,6 +7,7 @@ them."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import random
@@ -593,7 +594,7 @@ def test_refining_drops_candidates_and_probing_raises_theta(
     the probed theta decides where the lists taken alone did not."""
     calls: list[tuple[int, int]] = []  # (candidates, kept) of each refined call
     probed: list[bool] = []  # per check that probed: whether it then decided
-    accumulate, reachable, probe = kernel.accumulate, arrays._reachable, arrays._probed_theta
+    accumulate, reachable, probe = kernel.accumulate, arrays._reach_beyond, arrays._probed_theta
 
     def counted(*args: Any, refine: kernel.Refine | None = None, **kwargs: Any) -> Any:
         found = accumulate(*args, refine=refine, **kwargs)
@@ -613,11 +614,97 @@ def test_refining_drops_candidates_and_probing_raises_theta(
 
     monkeypatch.setattr(kernel, "accumulate", counted)
     monkeypatch.setattr(arrays, "_probed_theta", probing)
-    monkeypatch.setattr(arrays, "_reachable", decided)
+    monkeypatch.setattr(arrays, "_reach_beyond", decided)
     for query, k in _RARE_WITH_LONG + _PROBED:
         by_arrays(long_lists, "alpha beta " + " ".join(query), k)
     assert calls and sum(given - kept for given, kept in calls) > 0
     assert any(probed)
+
+
+@pytest.fixture(scope="module")
+def lenders() -> CueMap:
+    """Memories each with a rare cue (``m{i}``) and two cues a few dozen others share
+    (``topic``, ``area``): a feedback pass carries those, more postings together than the
+    query's rare cue holds, so its first narrowing check takes the first pass's lists again."""
+    cm = CueMap(clock=FakeClock(T0))
+    rnd = random.Random(5)
+    cm.add_many(
+        [
+            {"content": f"m{i} alpha {'beta ' * (i % 3)}{rnd.choice(WORDS)} {rnd.choice(WORDS)} "
+                        f"topic{i % 53} area{i % 71}"}
+            for i in range(3000)
+        ]
+    )  # fmt: skip
+    return cm
+
+
+def _whole_recall(cm: CueMap, query: str, k: int) -> Any:
+    """The whole result (hits, scores, breakdowns, trace) of a recall through narrowing, with
+    access counts left as they are (so two recalls of one store compare)."""
+    quiet = dataclasses.replace(cm.config, track_access=False)
+    with arrays_for_every_size(), pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cm, "config", quiet)
+        return cm.recall(query, k=k, explain=True)
+
+
+def _without_memo(*args: Any) -> Any:
+    """:func:`arrays._taken` without the recall's memo: every check sums its lists."""
+    return _TAKEN(*args[:-1], None)
+
+
+_TAKEN = arrays._taken
+_LENT = [("alpha beta m17 caroline", 5), ("recall melanie api m99", 5), ("port m1000 hiking", 3),
+         ("timeout support order m2", 8), ("alpha m300 m301", 5), ("m5 tyre redis friday", 1)]  # fmt: skip
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    rare=st.lists(st.integers(0, 2999), min_size=1, max_size=2),
+    query=st.lists(st.sampled_from(WORDS), max_size=3),
+    k=st.integers(1, 12),
+)
+@example(rare=[99], query=["recall", "melanie", "api"], k=5)
+@example(rare=[1000], query=["port", "hiking"], k=3)
+@example(rare=[2], query=["timeout", "support", "order"], k=2)
+@example(rare=[300, 301], query=["alpha"], k=2)
+@example(rare=[17], query=["alpha", "beta", "caroline"], k=1)
+def test_a_later_pass_reading_back_the_lists_taken_recalls_the_same(
+    lenders: CueMap, rare: list[int], query: list[str], k: int
+) -> None:
+    """The feedback pass's narrowing check reads back what the first pass's check found for
+    the same lists of the query's own (arrays._taken): the whole recall is the one that sums
+    them again."""
+    text = " ".join([*query, *(f"m{i}" for i in rare)])
+    got = _whole_recall(lenders, text, k)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(arrays, "_taken", _without_memo)
+        expected = _whole_recall(lenders, text, k)
+    assert got == expected
+
+
+def test_the_feedback_pass_reads_back_the_first_pass_lists(
+    lenders: CueMap, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The test above is not vacuous: the feedback passes of the _LENT queries read back what
+    their first passes' checks found, instead of a held call over the same lists each."""
+    held = [0]
+    accumulate = kernel.accumulate
+
+    def counted(*args: Any, hold: bool = False, **kwargs: Any) -> Any:
+        held[0] += hold
+        return accumulate(*args, hold=hold, **kwargs)
+
+    def calls(memo: bool) -> int:
+        held[0] = 0
+        with pytest.MonkeyPatch.context() as patch:
+            if not memo:
+                patch.setattr(arrays, "_taken", _without_memo)
+            for query, k in _LENT:
+                _whole_recall(lenders, query, k)
+        return held[0]
+
+    monkeypatch.setattr(kernel, "accumulate", counted)
+    assert calls(memo=True) <= calls(memo=False) - 4
 
 
 @pytest.fixture(scope="module")
@@ -798,3 +885,59 @@ def test_only_a_call_over_every_memory_not_held_takes_a_floor() -> None:
         kernel.accumulate(view, described.lists, weights, hold=True, floor=floor)
     with pytest.raises(kernel.KernelError, match="floor"):
         kernel.accumulate(view, described.lists, weights, cand=(cand, cand), floor=floor)
+
+
+def _members_reference(postings: list[Any]) -> tuple[list[int], int]:
+    """``kernel._Members.of`` as it was written first (the descriptors' own ``member``)."""
+    described = kernel._Descriptors()
+    for member in postings:
+        described.member(member)
+    return described.members.tolist(), described.postings
+
+
+def _unaddressed(members: list[int]) -> list[int]:
+    """Member descriptors without their buffers' addresses (a one-posting list makes its
+    arrays anew when asked: see ``_OnePosting.buffers``)."""
+    return [v for at, v in enumerate(members) if at % 5 not in (0, 3) or (at % 5 == 3 and v == 0)]
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    lists=st.lists(
+        st.dictionaries(st.integers(0, 2**40), st.sampled_from([1.0, 2.0, 0.5, 3.25, 300.0]),
+                        max_size=5),
+        min_size=1, max_size=3,
+    )
+)  # fmt: skip
+def test_one_lists_member_descriptors_are_the_descriptors_own(lists: list[dict]) -> None:
+    """``_Members.of`` of one posting list (written out: a feedback pass describes ~15 new
+    ones) describes its buffers as ``_Descriptors.member`` does: seq width, count, value type,
+    and the addresses of the buffers it keeps alive; several lists take the descriptors' way."""
+    from cuemap_integrations.postings import Postings
+
+    postings = [Postings() for _ in lists]
+    for held, values in zip(postings, lists, strict=True):
+        for seq, value in sorted(values.items()):
+            held.put(seq, value)
+    got = kernel._Members.of(postings)
+    members, count = _members_reference(postings)
+    assert (_unaddressed(got.members.tolist()), got.postings) == (_unaddressed(members), count)
+    kept = {buffer.buffer_info()[0] for buffer in got.keep}
+    described = got.members.tolist()
+    assert {described[at] for at in range(0, len(described), 5)} <= kept
+    assert {described[at] for at in range(3, len(described), 5) if described[at]} <= kept
+
+
+@pytest.mark.parametrize("count", [0, 1, 1000, 300_000])
+@pytest.mark.parametrize("dtype", ["float64", "int64", "int32", "uint64"])
+def test_huge_zeros_are_zeros_on_a_huge_page_boundary(count: int, dtype: str) -> None:
+    """``huge_zeros`` is ``np.zeros``, contiguous and writable; one of 1 MiB or more starts at
+    a 2 MiB boundary, where Linux may back it with huge pages."""
+    np = arrays._np()
+    held = kernel.huge_zeros(np, count, np.dtype(dtype))
+    assert held.dtype == np.dtype(dtype) and held.shape == (count,) and not held.any()
+    assert held.flags.c_contiguous and held.flags.writeable
+    if held.nbytes >= 1 << 20:
+        assert held.ctypes.data % (2 << 20) == 0
+    held[:] = 7
+    assert (held == 7).all()

@@ -132,3 +132,47 @@ def test_a_concepts_memoized_document_frequency_follows_every_posting_change() -
     index.remove(1)
     assert df() == 2
     assert topk._found(index, ("cue",), ("nowhere",)) == ((), (), 0)
+
+
+def _found_reference(index: NamespaceIndex, kinds: tuple[str, ...], members: tuple[str, ...]):
+    """``topk._found`` as it was written first (two reads of a table per member, the union of
+    several lists by the array view or as a set): the reference of the shortcut."""
+    tables = {kind: index.postings(kind) for kind in kinds}
+    keys = tuple((kind, m) for kind, table in tables.items() for m in members if m in table)
+    postings = tuple(tables[kind][m] for kind, m in keys)
+    if not keys:
+        return keys, postings, 0
+    if len(postings) == 1:
+        return keys, postings, len(postings[0])
+    if index.view is not None:
+        return keys, postings, index.view.union_size(keys, postings)
+    return keys, postings, len(set().union(*postings))
+
+
+_KINDS = st.sampled_from([("cue",), ("tag",), ("term",), ("cue", "tag"), ("tag", "cue")])
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 3),
+    kinds=_KINDS,
+    members=st.lists(st.sampled_from([*WORDS, "订单", "unknown", "", "order cache"]), max_size=4),
+    viewed=st.booleans(),
+)
+def test_a_concepts_lists_are_read_as_the_reference_reads_them(
+    seed: int, kinds: tuple[str, ...], members: list[str], viewed: bool
+) -> None:
+    """``_found`` (one read of a table per member) gives the first way's keys, the same
+    posting lists and the same document frequency (counted by the array view when there is
+    one); read back from the memo, the same again."""
+    from cuemap_integrations import arrays
+
+    index = _store(seed, 300)._indexes["default"]
+    if viewed and arrays.usable():
+        arrays.view_of(index)
+    index.derived.clear()
+    keys, postings, df = _found_reference(index, kinds, tuple(members))
+    for _ in range(2):  # made, then memoized
+        found = topk._found(index, kinds, tuple(members))
+        assert found.keys == keys and found.df == df
+        assert [dict(p.pairs()) for p in found.postings] == [dict(p.pairs()) for p in postings]
