@@ -436,9 +436,9 @@ class NamespaceIndex:
     def __init__(self, columns: DocColumns | None = None) -> None:
         """``columns``: the store's, shared by its namespaces (see :class:`DocColumns`)."""
         # key -> seq -> value: 1.0 for cues and tags; tf (own words) or weighted context for terms
-        self.cues = PostingsTable()
+        # cues and terms paired: a word one memory uses is both, kept in one shared dict entry
+        self.cues, self.terms = PostingsTable.pair()
         self.tags = PostingsTable()
-        self.terms = PostingsTable()
         self._tables = {"cue": self.cues, "tag": self.tags, "term": self.terms}
         self.docs = DocTable(DocColumns() if columns is None else columns)
         self.total_length = 0

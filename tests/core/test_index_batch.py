@@ -18,8 +18,10 @@ DOCS = st.lists(st.tuples(KEYS, KEYS, KEYS), max_size=12)
 
 
 def _state(index: NamespaceIndex) -> tuple[object, ...]:
-    """Everything a batch changes, with the tables' key order (first posted first)."""
-    tables = [[(key, list(p.pairs())) for key, p in index.postings(kind).items()]
+    """Everything a batch changes. The tables' keys sorted: paired cue and term tables list
+    the keys they share last, in the order they became shared, which differs between posting
+    one memory at a time and a batch at its flush (no reader iterates a table in order)."""
+    tables = [sorted((key, list(p.pairs())) for key, p in index.postings(kind).items())
               for kind in ("cue", "tag", "term")]  # fmt: skip
     lexicons = [
         (len(lex), dict(lex._keys), lex._lengths) for lex in (index.cue_lexicon, index.tag_lexicon)

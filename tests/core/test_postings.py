@@ -252,3 +252,62 @@ def test_holds_asks_one_posting_without_a_postings_object() -> None:
     table.extend("b", [3, 5], [2, 1])
     assert table.holds("a", 3) and not table.holds("a", 5) and not table.holds("c", 3)
     assert table.holds("b", 5) and not table.holds("b", 4)
+
+
+PAIR_OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["put", "drop", "extend"]),
+        st.booleans(),  # which table of the pair
+        st.sampled_from("ab"),
+        st.integers(1, 5),
+        st.sampled_from([1.0, 1.0, 1.0, 2.0]),
+    ),
+    max_size=40,
+)
+
+
+@given(PAIR_OPS)
+@example([("put", True, "a", 1, 1.0), ("put", False, "a", 1, 1.0), ("drop", True, "a", 1, 1.0)])
+@example([("put", True, "a", 1, 1.0), ("put", False, "a", 1, 1.0), ("put", False, "a", 2, 1.0)])
+@example([("put", True, "a", 1, 1.0), ("put", False, "a", 1, 1.0), ("put", True, "a", 1, 2.0)])
+@example([("put", True, "a", 1, 1.0), ("put", False, "a", 1, 1.0), ("drop", False, "a", 2, 1.0)])
+def test_paired_tables_each_equal_the_dict_of_dicts_they_replace(
+    ops: list[tuple[str, bool, str, int, float]],
+) -> None:
+    """A pair reads back like two independent dicts of dicts across puts, drops and extends
+    (keys moving into the shared dict and out of it); a key is in the shared dict exactly
+    when both hold it once, with value 1.0, for the same seq."""
+    tables = PostingsTable.pair()
+    expected: tuple[dict[str, dict[int, float]], ...] = ({}, {})
+    for op, which, key, seq, value in ops:
+        table, want = tables[which], expected[which]
+        held = want.get(key, {})
+        if op == "put":
+            table.put(key, seq, value)
+            want.setdefault(key, {})[seq] = value
+        elif op == "extend" and (not held or seq > max(held)):
+            table.extend(key, [seq, seq + 1], [value, 1.0])
+            want.setdefault(key, {}).update({seq: value, seq + 1: 1.0})
+        elif op == "drop":
+            if seq in held:
+                table.drop(key, seq)
+                del held[seq]
+                if not held:
+                    del want[key]
+            else:
+                with pytest.raises(KeyError):
+                    table.drop(key, seq)
+        for table, want in zip(tables, expected, strict=True):
+            assert {k: dict(table[k].pairs()) for k in table} == want
+            assert len(table) == len(want) and sorted(table) == sorted(want)
+            for k in "abc":
+                assert (k in table) == (k in want)
+                assert (table.get(k) is None) == (k not in want)
+                assert [table.holds(k, s) for s in range(1, 7)] == [
+                    s in want.get(k, {}) for s in range(1, 7)
+                ]
+    for key in "ab":
+        once = [w.get(key) for w in expected]
+        shared = once[0] == once[1] and once[0] is not None and list(once[0].values()) == [1.0]
+        assert (key in tables[0]._both) == shared
+        assert not shared or all(key not in table._held for table in tables)
