@@ -393,6 +393,16 @@ class PostingsTable(Mapping[str, Postings]):
             return bucket
         return held  # type: ignore[return-value]
 
+    def put_shared(self, key: str, seq: int) -> bool:
+        """Post ``seq`` with value 1.0 under ``key`` in this table and its twin at once, as a
+        ``put`` in each would, if neither holds ``key`` yet (a batch's flush posts new keys
+        so); returns whether it did."""
+        twin = self._twin
+        if twin is None or key in self._held or key in self._both or key in twin._held:
+            return False
+        self._both[key] = seq
+        return True
+
     def _unshare(self, key: str) -> None:
         """Move ``key`` from the shared dict back to this table's and its twin's own dicts, if
         it is there (before either changes its postings)."""

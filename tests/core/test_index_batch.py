@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from hypothesis import given, settings
@@ -124,3 +125,16 @@ def test_pending_postings_group_by_key_as_posting_one_by_one(
     assert list(seqs_of.items()) == list(plain.items())
     assert list(pairs_of.items()) == list(valued.items())
     assert pending.by_key("cue") == ({}, {})
+
+
+def test_a_batch_posts_words_used_once_without_filling_the_cue_tables_own_dict() -> None:
+    """A word one memory has as a cue and as a term goes straight to the paired tables' shared
+    dict at the flush: posted to the cue table's own dict first and moved, it would leave
+    that dict sized for all of them."""
+    index = NamespaceIndex()
+    for seq in range(2000):
+        word = f"w{seq}"
+        index.add(seq, [word], [], [word], defer=True)
+    index.flush()
+    assert len(index.cues) == len(index.terms) == 2000 and index.cues.held("w7") == 7
+    assert sys.getsizeof(index.cues._held) == sys.getsizeof(index.terms._held) == sys.getsizeof({})

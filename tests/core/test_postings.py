@@ -256,7 +256,7 @@ def test_holds_asks_one_posting_without_a_postings_object() -> None:
 
 PAIR_OPS = st.lists(
     st.tuples(
-        st.sampled_from(["put", "drop", "extend"]),
+        st.sampled_from(["put", "drop", "extend", "put_shared"]),
         st.booleans(),  # which table of the pair
         st.sampled_from("ab"),
         st.integers(1, 5),
@@ -285,6 +285,11 @@ def test_paired_tables_each_equal_the_dict_of_dicts_they_replace(
         if op == "put":
             table.put(key, seq, value)
             want.setdefault(key, {})[seq] = value
+        elif op == "put_shared":
+            new = all(key not in other for other in expected)
+            assert table.put_shared(key, seq) == new
+            for other in expected if new else ():
+                other[key] = {seq: 1.0}
         elif op == "extend" and (not held or seq > max(held)):
             table.extend(key, [seq, seq + 1], [value, 1.0])
             want.setdefault(key, {}).update({seq: value, seq + 1: 1.0})
