@@ -606,6 +606,8 @@ class NamespaceIndex:
                 extend(key, seqs, None)
             for key, pairs in pairs_of.items():
                 extend(key, pairs[0::2], pairs[1::2])
+        cue_seqs = grouped["cue"][0]
+        self.cues.share_seqs([key for key in grouped["term"][1] if key in cue_seqs])
 
     def _post_shared(
         self, cue_seqs: dict[str, list[int]], term_pairs: dict[str, list[Any]]

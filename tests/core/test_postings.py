@@ -316,3 +316,45 @@ def test_paired_tables_each_equal_the_dict_of_dicts_they_replace(
         shared = once[0] == once[1] and once[0] is not None and list(once[0].values()) == [1.0]
         assert (key in tables[0]._both) == shared
         assert not shared or all(key not in table._held for table in tables)
+
+
+@given(
+    st.lists(st.integers(0, 40), min_size=2, max_size=12, unique=True),
+    st.lists(st.tuples(st.booleans(), st.booleans(), st.integers(0, 45)), max_size=30),
+)
+def test_postings_sharing_a_seqs_array_each_equal_their_dict(
+    seqs: list[int], ops: list[tuple[bool, bool, bool | int]]
+) -> None:
+    """Two postings of the same seqs read one array after share_seqs; puts and deletes on
+    either leave the other as it was (each copies the array before changing it in place)."""
+    seqs.sort()
+    pair = (Postings(), Postings())
+    pair[0].extend(seqs)
+    pair[1].extend(seqs, [2] * len(seqs))
+    assert pair[0].share_seqs(pair[1]) and pair[0].buffers()[0] is pair[1].buffers()[0]
+    assert not pair[0].share_seqs(pair[1])  # already one array
+    expected = ({s: 1.0 for s in seqs}, {s: 2.0 for s in seqs})
+    for which, put, seq in ops:
+        postings, want = pair[which], expected[which]
+        if put:
+            postings.put(seq, 3.0)
+            want[seq] = 3.0
+        elif seq in want:
+            del postings[seq]
+            del want[seq]
+        for postings, want in zip(pair, expected, strict=True):
+            assert dict(postings.pairs()) == want and list(postings) == sorted(want)
+
+
+def test_a_flush_shares_the_seqs_of_a_words_cue_and_term_postings() -> None:
+    from cuemap_integrations.index import NamespaceIndex
+
+    index = NamespaceIndex()
+    for seq in range(6):
+        index.add(seq, ["lake", "port"], [], ["lake"] + ["port"] * (seq % 2), defer=True)
+    index.flush()
+    assert index.cues["lake"].buffers()[0] is index.terms["lake"].buffers()[0]
+    assert list(index.terms["port"]) == [1, 3, 5]  # a cue of all six: its own array
+    index.add(6, ["lake"], [], [])  # one posting more, one table: the other keeps its array
+    assert list(index.cues["lake"]) == [0, 1, 2, 3, 4, 5, 6]
+    assert list(index.terms["lake"]) == [0, 1, 2, 3, 4, 5]
