@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from itertools import chain, repeat
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .postings import PostingsTable, position, sorted_holds
+from .postings import PostingsTable, position, share_equal_seqs, sorted_holds
 from .recordtable import insertion_numbers, interned
 from .text import CueKeys, content_terms
 
@@ -606,8 +606,10 @@ class NamespaceIndex:
                 extend(key, seqs, None)
             for key, pairs in pairs_of.items():
                 extend(key, pairs[0::2], pairs[1::2])
-        cue_seqs = grouped["cue"][0]
-        self.cues.share_seqs([key for key in grouped["term"][1] if key in cue_seqs])
+        share_equal_seqs(
+            table.held(key) for kind, table in self._tables.items()
+            for extended in grouped[kind] for key in extended
+        )  # fmt: skip
 
     def _post_shared(
         self, cue_seqs: dict[str, list[int]], term_pairs: dict[str, list[Any]]

@@ -351,9 +351,13 @@ def test_a_flush_shares_the_seqs_of_a_words_cue_and_term_postings() -> None:
 
     index = NamespaceIndex()
     for seq in range(6):
-        index.add(seq, ["lake", "port"], [], ["lake"] + ["port"] * (seq % 2), defer=True)
+        cues = ["lake", "port", "x y"] if seq < 5 else ["lake", "port"]
+        index.add(seq, cues, [], ["lake", "x"] + ["port"] * (seq % 2), defer=True)
     index.flush()
     assert index.cues["lake"].buffers()[0] is index.terms["lake"].buffers()[0]
+    # other keys' equal postings too (a word's term, the two-word cue it starts), not others
+    assert index.terms["x"].buffers()[0] is index.cues["lake"].buffers()[0]
+    assert index.cues["x y"].buffers()[0] is not index.terms["x"].buffers()[0]
     assert list(index.terms["port"]) == [1, 3, 5]  # a cue of all six: its own array
     index.add(6, ["lake"], [], [])  # one posting more, one table: the other keeps its array
     assert list(index.cues["lake"]) == [0, 1, 2, 3, 4, 5, 6]
