@@ -154,19 +154,21 @@ class SeqOf(MutableMapping[IdKey, int]):
         return self._count
 
     def _rehash(self, table: _IdSlots) -> None:
-        """``table`` at most half full of its seqs, without the _GONE slots."""
+        """``table`` at most half full of its seqs, without the _GONE slots: built whole
+        before it replaces the old one (``CueMap.__contains__`` reads without the lock)."""
         held = [seq for seq in table.slots if seq >= 0]
         size = 8
         while size < 2 * len(held):
             size *= 2
-        table.slots = slots = array(table.slots.typecode, repeat(_EMPTY, size))
-        table.held = table.used = len(held)
+        slots = array(table.slots.typecode, repeat(_EMPTY, size))
         ids, mask = self._ids, size - 1
         for seq in held:  # distinct ids: the first _EMPTY slot, without comparing any
             at = hash(ids[seq]) & mask
             while slots[at] != _EMPTY:
                 at = (at + 1) & mask
             slots[at] = seq
+        table.slots = slots
+        table.held = table.used = len(held)
 
 
 class SeqsByDigest:
