@@ -82,10 +82,14 @@ class SeqOf(MutableMapping[IdKey, int]):
     def get(self, key: IdKey, default: object = None, /) -> object:
         """The seq of ``key``, or ``default`` (without raising and catching a KeyError)."""
         table = self._tables.get(key[0])
-        if table is not None:
-            at = self._slot(table, key[1])
-            if at >= 0:
-                return table.slots[at]
+        if table is not None:  # _slot inlined: the store asks this twice per memory it adds
+            memory_id, slots, ids = key[1], table.slots, self._ids
+            mask = len(slots) - 1
+            at = hash(memory_id) & mask
+            while (seq := slots[at]) != _EMPTY:
+                if seq >= 0 and ids[seq] == memory_id:
+                    return seq
+                at = (at + 1) & mask
         return self._others.get(key, default) if self._others else default
 
     def __getitem__(self, key: IdKey) -> int:
@@ -96,20 +100,26 @@ class SeqOf(MutableMapping[IdKey, int]):
 
     def __setitem__(self, key: IdKey, seq: int) -> None:
         namespace, memory_id = key
-        if key in self:
+        table = self._tables.get(namespace)
+        at = -1 if table is None else self._slot(table, memory_id)
+        if at >= 0 or (self._others and key in self._others):  # held: replaced (rare)
             del self[key]
+            table = self._tables.get(namespace)  # gone if that was its last key
+            at = -1 if table is None else self._slot(table, memory_id)
         ids = self._ids
         if seq < 0 or (seq < len(ids) and ids[seq] is not None):
             self._others[key] = seq
             self._count += 1
             return
-        table = self._tables.get(namespace)
         if table is None:
             table = self._tables[namespace] = _IdSlots()
-        if seq >= len(ids):
-            ids.extend(repeat(None, seq + 1 - len(ids)))
-        ids[seq] = memory_id
-        at = -1 - self._slot(table, memory_id)
+            at = self._slot(table, memory_id)
+        if seq < len(ids):
+            ids[seq] = memory_id
+        else:  # a new seq: usually the next one
+            ids.extend(repeat(None, seq - len(ids)))
+            ids.append(memory_id)
+        at = -1 - at  # the first free slot of the probe
         try:
             table.slots[at] = seq
         except OverflowError:  # a seq past 2**31 - 1: widen, once
