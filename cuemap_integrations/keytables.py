@@ -25,14 +25,53 @@ IdKey = tuple[str, str]  # (namespace, memory_id)
 _T = TypeVar("_T")
 
 
-class SeqOf(MutableMapping[IdKey, int]):
-    """``(namespace, memory_id) -> seq``, stored as ``namespace -> memory_id -> seq``."""
+_EMPTY, _GONE = -1, -2  # slots of SeqOf's and SeqsByDigest's tables that hold no seq
 
-    __slots__ = ("_by_namespace", "_count")
+
+class _IdSlots:
+    """One namespace's open-addressing table of :class:`SeqOf`: seqs, ``_EMPTY`` or ``_GONE``."""
+
+    __slots__ = ("held", "slots", "used")
 
     def __init__(self) -> None:
-        self._by_namespace: dict[str, dict[str, int]] = {}
+        self.slots = array("i", repeat(_EMPTY, 8))  # "q" once a seq is past 2**31 - 1
+        self.held = 0  # slots holding a seq
+        self.used = 0  # slots not _EMPTY: probing needs an _EMPTY one
+
+
+class SeqOf(MutableMapping[IdKey, int]):
+    """``(namespace, memory_id) -> seq``, without a dict entry per memory.
+
+    A dict ``memory_id -> seq`` per namespace cost 38 bytes a memory at 100,000 bench memories
+    (2^18 slots of 4 bytes and entries of 16 for 100,000 keys: benchmarks/index_bytes.py).
+    Here each namespace has an open-addressing table of seqs (``array("i")``, linear probing
+    on ``hash(memory_id)``, at most two thirds full, half after growing), and one list by seq
+    holds the memory id each seq stands for, which a probe compares: about 15 bytes a memory.
+    A key given a seq that another key already stands for (never, from the store: a seq is one
+    memory) or a negative one is kept in a small dict instead. Iteration is not in insertion
+    order (namespace by namespace, in table order).
+    """
+
+    __slots__ = ("_count", "_ids", "_others", "_tables")
+
+    def __init__(self) -> None:
+        self._tables: dict[str, _IdSlots] = {}
+        self._ids: list[str | None] = []  # by seq: the memory id it stands for, or None
+        self._others: dict[IdKey, int] = {}  # keys whose seq is not theirs alone
         self._count = 0
+
+    def _slot(self, table: _IdSlots, memory_id: str) -> int:
+        """The slot of ``memory_id``'s seq in ``table``, or ``-1 - (the first free slot)``."""
+        slots, ids = table.slots, self._ids
+        mask = len(slots) - 1
+        at = hash(memory_id) & mask
+        while True:
+            seq = slots[at]
+            if seq == _EMPTY:
+                return -1 - at
+            if seq >= 0 and ids[seq] == memory_id:
+                return at
+            at = (at + 1) & mask
 
     @overload
     def get(self, key: IdKey, /) -> int | None: ...
@@ -42,50 +81,104 @@ class SeqOf(MutableMapping[IdKey, int]):
     def get(self, key: IdKey, default: _T, /) -> int | _T: ...
     def get(self, key: IdKey, default: object = None, /) -> object:
         """The seq of ``key``, or ``default`` (without raising and catching a KeyError)."""
-        ids = self._by_namespace.get(key[0])
-        return default if ids is None else ids.get(key[1], default)
+        table = self._tables.get(key[0])
+        if table is not None:  # _slot inlined: the store asks this twice per memory it adds
+            memory_id, slots, ids = key[1], table.slots, self._ids
+            mask = len(slots) - 1
+            at = hash(memory_id) & mask
+            while (seq := slots[at]) != _EMPTY:
+                if seq >= 0 and ids[seq] == memory_id:
+                    return seq
+                at = (at + 1) & mask
+        return self._others.get(key, default) if self._others else default
 
     def __getitem__(self, key: IdKey) -> int:
-        namespace, memory_id = key
-        try:
-            return self._by_namespace[namespace][memory_id]
-        except KeyError:
-            raise KeyError(key) from None
+        seq = self.get(key)
+        if seq is None:
+            raise KeyError(key)
+        return seq
 
     def __setitem__(self, key: IdKey, seq: int) -> None:
         namespace, memory_id = key
-        ids = self._by_namespace.get(namespace)
-        if ids is None:
-            ids = self._by_namespace[namespace] = {}
-        self._count += memory_id not in ids
-        ids[memory_id] = seq
+        table = self._tables.get(namespace)
+        at = -1 if table is None else self._slot(table, memory_id)
+        if at >= 0 or (self._others and key in self._others):  # held: replaced (rare)
+            del self[key]
+            table = self._tables.get(namespace)  # gone if that was its last key
+            at = -1 if table is None else self._slot(table, memory_id)
+        ids = self._ids
+        if seq < 0 or (seq < len(ids) and ids[seq] is not None):
+            self._others[key] = seq
+            self._count += 1
+            return
+        if table is None:
+            table = self._tables[namespace] = _IdSlots()
+            at = self._slot(table, memory_id)
+        if seq < len(ids):
+            ids[seq] = memory_id
+        else:  # a new seq: usually the next one
+            ids.extend(repeat(None, seq - len(ids)))
+            ids.append(memory_id)
+        at = -1 - at  # the first free slot of the probe
+        try:
+            table.slots[at] = seq
+        except OverflowError:  # a seq past 2**31 - 1: widen, once
+            table.slots = array("q", table.slots)
+            table.slots[at] = seq
+        table.held += 1
+        table.used += 1
+        self._count += 1
+        if 3 * table.used >= 2 * len(table.slots):
+            self._rehash(table)
 
     def __delitem__(self, key: IdKey) -> None:
         namespace, memory_id = key
-        ids = self._by_namespace.get(namespace)
-        if ids is None or memory_id not in ids:
-            raise KeyError(key)
-        del ids[memory_id]
+        table = self._tables.get(namespace)
+        at = -1 if table is None else self._slot(table, memory_id)
+        if at < 0:
+            if key not in self._others:
+                raise KeyError(key)
+            del self._others[key]
+        else:
+            self._ids[table.slots[at]] = None  # type: ignore[union-attr]  # at >= 0: found
+            table.slots[at] = _GONE  # type: ignore[union-attr]
+            table.held -= 1  # type: ignore[union-attr]
+            if not table.held:  # type: ignore[union-attr]
+                del self._tables[namespace]
         self._count -= 1
-        if not ids:
-            del self._by_namespace[namespace]
 
     def __contains__(self, key: object) -> bool:
         if not isinstance(key, tuple) or len(key) != 2:
             return False
-        ids = self._by_namespace.get(key[0])
-        return ids is not None and key[1] in ids
+        return self.get(key) is not None  # a pair
 
     def __iter__(self) -> Iterator[IdKey]:
-        for namespace, ids in self._by_namespace.items():
-            for memory_id in ids:
-                yield namespace, memory_id
+        ids = self._ids
+        for namespace, table in list(self._tables.items()):
+            for seq in table.slots.tolist():
+                if seq >= 0:
+                    yield namespace, ids[seq]  # type: ignore[misc]  # held: a memory id
+        yield from list(self._others)
 
     def __len__(self) -> int:
         return self._count
 
-
-_EMPTY, _GONE = -1, -2  # slots of SeqsByDigest._slots that hold no seq
+    def _rehash(self, table: _IdSlots) -> None:
+        """``table`` at most half full of its seqs, without the _GONE slots: built whole
+        before it replaces the old one (``CueMap.__contains__`` reads without the lock)."""
+        held = [seq for seq in table.slots if seq >= 0]
+        size = 8
+        while size < 2 * len(held):
+            size *= 2
+        slots = array(table.slots.typecode, repeat(_EMPTY, size))
+        ids, mask = self._ids, size - 1
+        for seq in held:  # distinct ids: the first _EMPTY slot, without comparing any
+            at = hash(ids[seq]) & mask
+            while slots[at] != _EMPTY:
+                at = (at + 1) & mask
+            slots[at] = seq
+        table.slots = slots
+        table.held = table.used = len(held)
 
 
 class SeqsByDigest:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from hypothesis import given, settings
@@ -18,8 +19,10 @@ DOCS = st.lists(st.tuples(KEYS, KEYS, KEYS), max_size=12)
 
 
 def _state(index: NamespaceIndex) -> tuple[object, ...]:
-    """Everything a batch changes, with the tables' key order (first posted first)."""
-    tables = [[(key, list(p.pairs())) for key, p in index.postings(kind).items()]
+    """Everything a batch changes. The tables' keys sorted: paired cue and term tables list
+    the keys they share last, in the order they became shared, which differs between posting
+    one memory at a time and a batch at its flush (no reader iterates a table in order)."""
+    tables = [sorted((key, list(p.pairs())) for key, p in index.postings(kind).items())
               for kind in ("cue", "tag", "term")]  # fmt: skip
     lexicons = [
         (len(lex), dict(lex._keys), lex._lengths) for lex in (index.cue_lexicon, index.tag_lexicon)
@@ -122,3 +125,16 @@ def test_pending_postings_group_by_key_as_posting_one_by_one(
     assert list(seqs_of.items()) == list(plain.items())
     assert list(pairs_of.items()) == list(valued.items())
     assert pending.by_key("cue") == ({}, {})
+
+
+def test_a_batch_posts_words_used_once_without_filling_the_cue_tables_own_dict() -> None:
+    """A word one memory has as a cue and as a term goes straight to the paired tables' shared
+    dict at the flush: posted to the cue table's own dict first and moved, it would leave
+    that dict sized for all of them."""
+    index = NamespaceIndex()
+    for seq in range(2000):
+        word = f"w{seq}"
+        index.add(seq, [word], [], [word], defer=True)
+    index.flush()
+    assert len(index.cues) == len(index.terms) == 2000 and index.cues.held("w7") == 7
+    assert sys.getsizeof(index.cues._held) == sys.getsizeof(index.terms._held) == sys.getsizeof({})

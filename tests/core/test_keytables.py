@@ -70,6 +70,36 @@ def test_seq_of_matches_a_dict_keyed_by_pairs(ops: list[tuple[bool, tuple[str, s
     assert ("default",) not in table and "default" not in table
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["put", "put", "del", "get"]),
+            st.sampled_from(["default", "bob"]),
+            st.integers(0, 80),  # memory ids m0..m80
+            st.integers(0, 100),  # seqs: mostly one key's own, some given twice
+        ),
+        max_size=300,
+    )
+)
+def test_seq_of_matches_a_dict_across_growth_and_removals(
+    ops: list[tuple[str, str, int, int]],
+) -> None:
+    """Many keys: the tables grow (rehash) and keep removed slots, keys share seqs (the small
+    dict); every read agrees with a dict after each step."""
+    model: dict[tuple[str, str], int] = {}
+    table = SeqOf()
+    for op, namespace, number, seq in ops:
+        key = (namespace, f"m{number}")
+        if op == "put":
+            model[key] = table[key] = seq
+        elif op == "del" and key in model:
+            del model[key], table[key]
+        assert table.get(key) == model.get(key) and (key in table) == (key in model)
+        assert len(table) == len(model)
+    assert sorted(table) == sorted(model) and dict(table) == model
+
+
 def test_seq_of_raises_key_error_naming_the_pair() -> None:
     table = SeqOf()
     table[("default", "a")] = 1

@@ -252,3 +252,113 @@ def test_holds_asks_one_posting_without_a_postings_object() -> None:
     table.extend("b", [3, 5], [2, 1])
     assert table.holds("a", 3) and not table.holds("a", 5) and not table.holds("c", 3)
     assert table.holds("b", 5) and not table.holds("b", 4)
+
+
+PAIR_OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["put", "drop", "extend", "put_shared"]),
+        st.booleans(),  # which table of the pair
+        st.sampled_from("ab"),
+        st.integers(1, 5),
+        st.sampled_from([1.0, 1.0, 1.0, 2.0]),
+    ),
+    max_size=40,
+)
+
+
+@given(PAIR_OPS)
+@example([("put", True, "a", 1, 1.0), ("put", False, "a", 1, 1.0), ("drop", True, "a", 1, 1.0)])
+@example([("put", True, "a", 1, 1.0), ("put", False, "a", 1, 1.0), ("put", False, "a", 2, 1.0)])
+@example([("put", True, "a", 1, 1.0), ("put", False, "a", 1, 1.0), ("put", True, "a", 1, 2.0)])
+@example([("put", True, "a", 1, 1.0), ("put", False, "a", 1, 1.0), ("drop", False, "a", 2, 1.0)])
+def test_paired_tables_each_equal_the_dict_of_dicts_they_replace(
+    ops: list[tuple[str, bool, str, int, float]],
+) -> None:
+    """A pair reads back like two independent dicts of dicts across puts, drops and extends
+    (keys moving into the shared dict and out of it); a key is in the shared dict exactly
+    when both hold it once, with value 1.0, for the same seq."""
+    tables = PostingsTable.pair()
+    expected: tuple[dict[str, dict[int, float]], ...] = ({}, {})
+    for op, which, key, seq, value in ops:
+        table, want = tables[which], expected[which]
+        held = want.get(key, {})
+        if op == "put":
+            table.put(key, seq, value)
+            want.setdefault(key, {})[seq] = value
+        elif op == "put_shared":
+            new = all(key not in other for other in expected)
+            assert table.put_shared(key, seq) == new
+            for other in expected if new else ():
+                other[key] = {seq: 1.0}
+        elif op == "extend" and (not held or seq > max(held)):
+            table.extend(key, [seq, seq + 1], [value, 1.0])
+            want.setdefault(key, {}).update({seq: value, seq + 1: 1.0})
+        elif op == "drop":
+            if seq in held:
+                table.drop(key, seq)
+                del held[seq]
+                if not held:
+                    del want[key]
+            else:
+                with pytest.raises(KeyError):
+                    table.drop(key, seq)
+        for table, want in zip(tables, expected, strict=True):
+            assert {k: dict(table[k].pairs()) for k in table} == want
+            assert len(table) == len(want) and sorted(table) == sorted(want)
+            for k in "abc":
+                assert (k in table) == (k in want)
+                assert (table.get(k) is None) == (k not in want)
+                assert [table.holds(k, s) for s in range(1, 7)] == [
+                    s in want.get(k, {}) for s in range(1, 7)
+                ]
+    for key in "ab":
+        once = [w.get(key) for w in expected]
+        shared = once[0] == once[1] and once[0] is not None and list(once[0].values()) == [1.0]
+        assert (key in tables[0]._both) == shared
+        assert not shared or all(key not in table._held for table in tables)
+
+
+@given(
+    st.lists(st.integers(0, 40), min_size=2, max_size=12, unique=True),
+    st.lists(st.tuples(st.booleans(), st.booleans(), st.integers(0, 45)), max_size=30),
+)
+def test_postings_sharing_a_seqs_array_each_equal_their_dict(
+    seqs: list[int], ops: list[tuple[bool, bool, bool | int]]
+) -> None:
+    """Two postings of the same seqs read one array after share_seqs; puts and deletes on
+    either leave the other as it was (each copies the array before changing it in place)."""
+    seqs.sort()
+    pair = (Postings(), Postings())
+    pair[0].extend(seqs)
+    pair[1].extend(seqs, [2] * len(seqs))
+    assert pair[0].share_seqs(pair[1]) and pair[0].buffers()[0] is pair[1].buffers()[0]
+    assert not pair[0].share_seqs(pair[1])  # already one array
+    expected = ({s: 1.0 for s in seqs}, {s: 2.0 for s in seqs})
+    for which, put, seq in ops:
+        postings, want = pair[which], expected[which]
+        if put:
+            postings.put(seq, 3.0)
+            want[seq] = 3.0
+        elif seq in want:
+            del postings[seq]
+            del want[seq]
+        for postings, want in zip(pair, expected, strict=True):
+            assert dict(postings.pairs()) == want and list(postings) == sorted(want)
+
+
+def test_a_flush_shares_the_seqs_of_a_words_cue_and_term_postings() -> None:
+    from cuemap_integrations.index import NamespaceIndex
+
+    index = NamespaceIndex()
+    for seq in range(6):
+        cues = ["lake", "port", "x y"] if seq < 5 else ["lake", "port"]
+        index.add(seq, cues, [], ["lake", "x"] + ["port"] * (seq % 2), defer=True)
+    index.flush()
+    assert index.cues["lake"].buffers()[0] is index.terms["lake"].buffers()[0]
+    # other keys' equal postings too (a word's term, the two-word cue it starts), not others
+    assert index.terms["x"].buffers()[0] is index.cues["lake"].buffers()[0]
+    assert index.cues["x y"].buffers()[0] is not index.terms["x"].buffers()[0]
+    assert list(index.terms["port"]) == [1, 3, 5]  # a cue of all six: its own array
+    index.add(6, ["lake"], [], [])  # one posting more, one table: the other keeps its array
+    assert list(index.cues["lake"]) == [0, 1, 2, 3, 4, 5, 6]
+    assert list(index.terms["lake"]) == [0, 1, 2, 3, 4, 5]
