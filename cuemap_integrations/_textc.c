@@ -384,9 +384,10 @@ static PyObject *textc_normalize(PyObject *self, PyObject *text) {
 /* Words: a token and its parts (text._expand, text._parts, text._atoms)                     */
 /* ---------------------------------------------------------------------------------------- */
 
-/* The non-empty pieces of seg[0:n] split at - . _ : @ runs, appended to list; none when it
- * holds no such separator (text._atoms). */
-static int append_atoms(PyObject *list, const char *seg, Py_ssize_t n) {
+/* Call piece(ctx, ...) on each non-empty piece of seg[0:n] split at - . _ : @ runs; on none
+ * when it holds no such separator (text._atoms). -1 as soon as a call fails. */
+static int for_atoms(const char *seg, Py_ssize_t n, void *ctx,
+                     int (*piece)(void *ctx, const char *w, Py_ssize_t size)) {
     Py_ssize_t start = 0;
     int split = 0;
     for (Py_ssize_t i = 0; i < n; i++)
@@ -394,11 +395,20 @@ static int append_atoms(PyObject *list, const char *seg, Py_ssize_t n) {
     if (!split) return 0;
     for (Py_ssize_t i = 0; i <= n; i++) {
         if (i == n || IS_PART_SEP(seg[i])) {
-            if (i > start && append_str(list, seg + start, i - start) < 0) return -1;
+            if (i > start && piece(ctx, seg + start, i - start) < 0) return -1;
             start = i + 1;
         }
     }
     return 0;
+}
+
+static int append_piece(void *list, const char *w, Py_ssize_t n) {
+    return append_str((PyObject *)list, w, n);
+}
+
+/* The pieces for_atoms finds, appended to list. */
+static int append_atoms(PyObject *list, const char *seg, Py_ssize_t n) {
+    return for_atoms(seg, n, list, append_piece);
 }
 
 /* Append the token, then its parts (text._parts), to list. */
@@ -1304,20 +1314,13 @@ static int visit_word(Visit *v, const char *w, Py_ssize_t n) {
     return 0;
 }
 
+static int visit_piece(void *v, const char *w, Py_ssize_t n) {
+    return visit_word((Visit *)v, w, n);
+}
+
 /* visit_word of seg[0:n]'s atoms (append_atoms' pieces). */
 static int visit_atoms(Visit *v, const char *seg, Py_ssize_t n) {
-    Py_ssize_t start = 0;
-    int split = 0;
-    for (Py_ssize_t i = 0; i < n; i++)
-        if (IS_PART_SEP(seg[i])) split = 1;
-    if (!split) return 0;
-    for (Py_ssize_t i = 0; i <= n; i++) {
-        if (i == n || IS_PART_SEP(seg[i])) {
-            if (i > start && visit_word(v, seg + start, i - start) < 0) return -1;
-            start = i + 1;
-        }
-    }
-    return 0;
+    return for_atoms(seg, n, v, visit_piece);
 }
 
 /* visit_word of the token t[0:n] and then of its parts (append_words' words). */
