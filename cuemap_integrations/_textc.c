@@ -481,19 +481,26 @@ fail:
     return NULL;
 }
 
-/* Whether word is salient (text._is_salient_word): -1 on error. */
-static int salient_word(PyObject *word, PyObject *calendar, PyObject *web) {
-    const char *w = (const char *)PyUnicode_1BYTE_DATA(word); /* checked by append_words */
-    Py_ssize_t n = PyUnicode_GET_LENGTH(word);
+/* The shape test of text._is_salient_word on w[0:n]: -1 for an identifier (a separator or "_")
+ * or a number (digits only), which are never salient; else whether it holds a digit. */
+static int salient_shape(const char *w, Py_ssize_t n) {
     int digits = 0, all_digits = n > 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (IS_ID_SEP(w[i]) || w[i] == '_') return 0; /* an identifier */
+        if (IS_ID_SEP(w[i]) || w[i] == '_') return -1;
         if (IS_DIGIT(w[i]))
             digits = 1;
         else
             all_digits = 0;
     }
-    if (all_digits) return 0;
+    return all_digits ? -1 : digits;
+}
+
+/* Whether word is salient (text._is_salient_word): -1 on error. */
+static int salient_word(PyObject *word, PyObject *calendar, PyObject *web) {
+    const char *w = (const char *)PyUnicode_1BYTE_DATA(word); /* checked by append_words */
+    Py_ssize_t n = PyUnicode_GET_LENGTH(word);
+    int digits = salient_shape(w, n);
+    if (digits < 0) return 0;
     int found = PySet_Contains(calendar, word);
     if (found != 0) return found < 0 ? -1 : 0;
     found = PySet_Contains(web, word);
@@ -1291,15 +1298,8 @@ typedef struct {
 
 /* text._is_salient_word of a word that is no stop word, from its bytes and flags. */
 static int salient_bytes(const char *w, Py_ssize_t n, long flags) {
-    int digits = 0, all_digits = n > 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (IS_ID_SEP(w[i]) || w[i] == '_') return 0; /* an identifier */
-        if (IS_DIGIT(w[i]))
-            digits = 1;
-        else
-            all_digits = 0;
-    }
-    if (all_digits || (flags & (WORD_CALENDAR | WORD_WEB))) return 0;
+    int digits = salient_shape(w, n);
+    if (digits < 0 || (flags & (WORD_CALENDAR | WORD_WEB))) return 0;
     return n >= 3 || digits;
 }
 
