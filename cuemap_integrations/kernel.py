@@ -239,20 +239,24 @@ class _Descriptors:
 
     def member(self, postings: Postings) -> None:
         """Describe one posting list's buffers."""
-        seqs, values = postings.buffers()
-        count = len(seqs)
+        ints, buffers, count = _member(postings)
+        self.members.extend(ints)
+        self.keep += buffers
         self.postings += count
-        if values is None:
-            self.members.extend((seqs.buffer_info()[0], _WIDTHS[seqs.typecode], count, 0, 0))
-        else:
-            if len(values) != count:
-                raise KernelError(f"a posting list holds {count} seqs but {len(values)} values")
-            self.members.extend(
-                (seqs.buffer_info()[0], _WIDTHS[seqs.typecode], count, values.buffer_info()[0],
-                 _VALUE_TYPES[values.typecode])
-            )  # fmt: skip
-            self.keep.append(values)
-        self.keep.append(seqs)
+
+
+def _member(postings: Postings) -> tuple[tuple[int, ...], list[Any], int]:
+    """One posting list's descriptor (seqs address, width, count, values address, type), the
+    buffers it points at (to keep alive while C reads them) and its count of postings."""
+    seqs, values = postings.buffers()
+    count = len(seqs)
+    if values is None:
+        return (seqs.buffer_info()[0], _WIDTHS[seqs.typecode], count, 0, 0), [seqs], count
+    if len(values) != count:
+        raise KernelError(f"a posting list holds {count} seqs but {len(values)} values")
+    ints = (seqs.buffer_info()[0], _WIDTHS[seqs.typecode], count, values.buffer_info()[0],
+            _VALUE_TYPES[values.typecode])  # fmt: skip
+    return ints, [values, seqs], count
 
 
 class _Members(NamedTuple):
@@ -271,16 +275,8 @@ class _Members(NamedTuple):
             for member in postings:
                 described.member(member)
             return cls(described.members, described.keep, described.postings)
-        seqs, values = postings[0].buffers()
-        count = len(seqs)
-        if values is None:
-            ints = (seqs.buffer_info()[0], _WIDTHS[seqs.typecode], count, 0, 0)
-            return tuple.__new__(cls, (array("q", ints), [seqs], count))
-        if len(values) != count:
-            raise KernelError(f"a posting list holds {count} seqs but {len(values)} values")
-        ints = (seqs.buffer_info()[0], _WIDTHS[seqs.typecode], count, values.buffer_info()[0],
-                _VALUE_TYPES[values.typecode])  # fmt: skip
-        return tuple.__new__(cls, (array("q", ints), [values, seqs], count))
+        ints, buffers, count = _member(postings[0])
+        return cls(array("q", ints), buffers, count)
 
 
 def describe(

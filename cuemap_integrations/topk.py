@@ -149,10 +149,11 @@ def _found(index: NamespaceIndex, kinds: tuple[str, ...], members: tuple[str, ..
                 if found is not None:
                     keys.append((kind, member))
                     postings.append(found)
-        df = len(postings[0]) if len(postings) == 1 else 0
         if len(postings) > 1:
             df = _union_size(index, tuple(keys), tuple(postings))
-        held = tuple.__new__(_Found, (tuple(keys), tuple(postings), df))
+        else:  # one list's document frequency is its length
+            df = len(postings[0]) if postings else 0
+        held = _Found(tuple(keys), tuple(postings), df)
         if len(index.derived) >= _DERIVED_MAX:
             index.derived.clear()
         index.derived[(kinds, members)] = held
