@@ -190,7 +190,25 @@ def _json_strings(items: tuple[str, ...]) -> str:
     """``_TO_JSON(items)`` for a tuple of strings (cues, tags): each string is encoded by the
     function the encoder itself uses, and joined with its separator, without the encoder's
     per-call set-up (which cost more than the encoding)."""
+    if not items:
+        return "[]"
+    joined = '", "'.join(items)
+    if _plain_json(joined, len(items)):
+        return '["' + joined + '"]'
     return "[" + ", ".join(map(encode_basestring, items)) + "]"
+
+
+def _plain_json(joined: str, count: int) -> bool:
+    """Whether ``count`` strings joined by ``'", "'`` into ``joined`` are each their own JSON
+    text between quotes: printable ASCII holding no quote (beyond the separators') and no
+    backslash, the only characters the encoder escapes there. Most cues: one join and three
+    C-level scans instead of an encoder call per cue (~0.5 us of a 20-cue row's 1.4)."""
+    return (
+        joined.isascii()
+        and joined.isprintable()
+        and "\\" not in joined
+        and joined.count('"') == 2 * count - 2
+    )
 
 
 # What the encoder writes for the scalars metadata usually holds (ids, counters, names, flags),

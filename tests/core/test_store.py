@@ -187,6 +187,17 @@ def test_cue_and_tag_columns_are_the_json_encoders_text(items: list[str]) -> Non
     assert _json_strings(tuple(items)) == _TO_JSON(tuple(items))
 
 
+_JSON_ASCII = st.text(st.sampled_from('ab 9"\\\x00\n\x1f\x7f~é'), max_size=6)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.one_of(_JSON_ASCII, st.sampled_from(["port", "api", '"', '", "'])), max_size=6))
+def test_plain_ascii_cue_columns_are_the_json_encoders_text(items: list[str]) -> None:
+    """The one-join shortcut for printable ASCII gives the encoder's text, and falls back for a
+    quote, a backslash, a control character or anything not ASCII."""
+    assert _json_strings(tuple(items)) == _TO_JSON(tuple(items))
+
+
 def test_a_batch_renumbered_behind_its_back_is_inserted_row_by_row(tmp_path: Path) -> None:
     """If a batch's rows did not get the seqs after sqlite_sequence, it is redone row by row."""
     with CueMap(tmp_path / "s.db") as cm:
