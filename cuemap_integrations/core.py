@@ -46,6 +46,7 @@ from .ranking import (
 )
 from .ranking import trace as ranking_trace
 from .records import (
+    _TYPE_OF_VALUE,
     CueOrigin,
     JSONValue,
     MemoryRecord,
@@ -365,52 +366,47 @@ class CueMap:
 
     def _build(
         self,
-        content: str,
         options: Mapping[str, Any],
         taken: set[str],
         now: datetime,
         memo: TextMemo | None = None,
     ) -> MemoryRecord:
-        """A new record from ``add``'s arguments (derived cues and their text keys through the
-        batch's ``memo``, which keeps the keys for indexing)."""
-        if not _ADD_OPTIONS.issuperset(options):
-            name = sorted(set(options) - _ADD_OPTIONS)[0]
+        """A new record from an item of ``add_many`` (``content`` and ``add``'s options; derived
+        cues and their text keys through the batch's ``memo``, which keeps the keys for
+        indexing). The record's fields are laid out here in their declaration order, the
+        defaults of a new memory included, so its checks run on this dict in place
+        (:meth:`MemoryRecord._of_fields`)."""
+        if not _ITEM_KEYS.issuperset(options):
+            name = sorted(set(options) - _ITEM_KEYS)[0]
             raise ValidationError(
                 "add option", name, f"choose from {', '.join(sorted(_ADD_OPTIONS))}"
             )
-        if isinstance(content, str) and len(content) > self.config.max_content_chars:
-            raise ValidationError(
-                "content", content[:40], f"at most {self.config.max_content_chars} characters"
-            )
-        content = validate_content(content)  # before hashing it into an id
-        namespace = validate_namespace(options.get("namespace", "default"))
-        cues = normalized_list(options.get("cues"), "cues")
+        get = options.get
+        content = _checked_content(options["content"], self.config.max_content_chars)
+        namespace = get("namespace", _DEFAULT_NAMESPACE)
+        if namespace is not _DEFAULT_NAMESPACE:  # the default needs no check: most items
+            namespace = validate_namespace(namespace)
+        cues = normalized_list(get("cues"), "cues")
         origin: CueOrigin = "given" if cues else "derived"
-        if not cues and isinstance(content, str) and content.strip():
+        if not cues:  # valid content is never blank
             cues = tuple(derive_cues(content) if memo is None else memo.derived_cues(content))
-        memory_id = options.get("memory_id")
-        if memory_id is None and isinstance(content, str):
+        memory_id = get("memory_id")
+        if memory_id is None:
             memory_id = self._new_id(namespace, content, taken)
-        created = coerce_timestamp(options.get("created_at") or now, "created_at")
-        kind = MemoryType.coerce(options.get("type", MemoryType.NOTE))
+        created = coerce_timestamp(get("created_at") or now, "created_at")
+        kind = _memory_type(get("type", MemoryType.NOTE))
+        tags = get("tags")
         values = {
-            "memory_id": memory_id,
-            "content": content,
-            "cues": cues,
-            "tags": normalized_list(options.get("tags"), "tags"),
-            "type": kind,
-            "source": options.get("source"),
-            "namespace": namespace,
-            "created_at": created,
-            "updated_at": options.get("updated_at") or created,
-            "expires_at": options.get("expires_at") or self._ttl_expiry(kind, created),
-            "supersedes": options.get("supersedes"),
-            "key": options.get("key"),
-            "metadata": options.get("metadata") or {},
-            "cue_origin": origin,
-        }
+            "memory_id": memory_id, "content": content, "created_at": created,
+            "updated_at": get("updated_at") or created, "cues": cues,
+            "tags": () if tags is None else normalized_list(tags, "tags"), "type": kind,
+            "source": get("source"), "namespace": namespace, "last_accessed": None,
+            "access_count": 0, "expires_at": get("expires_at") or self._ttl_expiry(kind, created),
+            "supersedes": get("supersedes"), "superseded_by": None, "superseded_at": None,
+            "key": get("key"), "metadata": get("metadata") or {}, "cue_origin": origin,
+        }  # fmt: skip
         # content and namespace were validated above, and derived cues are valid by construction
-        return MemoryRecord._prevalidated(values, cues_checked=origin == "derived")
+        return MemoryRecord._of_fields(values, cues_checked=origin == "derived")
 
     def _ttl_expiry(self, kind: MemoryType, created: datetime) -> datetime | None:
         # _value_: the member's own attribute, what the .value property (a Python-level
@@ -550,11 +546,12 @@ class CueMap:
             if isinstance(item, MemoryRecord):
                 record, explicit = item, True
             elif isinstance(item, Mapping):
-                options = dict(item)
-                if "content" not in options:
+                if "content" not in item:
                     raise ValidationError(f"items[{position}].content", None, "non-empty text")
+                # a dict is read as it is (it is not changed); another mapping is read once
+                options = item if type(item) is dict else dict(item)
                 explicit = options.get("memory_id") is not None
-                record = self._build(options.pop("content"), options, taken, now, memo)
+                record = self._build(options, taken, now, memo)
             else:
                 raise ValidationError(f"items[{position}]", item, "a mapping or a MemoryRecord")
             taken.add(record.memory_id)
@@ -1201,6 +1198,25 @@ _ADD_OPTIONS = frozenset(
     {"memory_id", "key", "cues", "tags", "type", "source", "namespace", "created_at", "updated_at",
      "expires_at", "supersedes", "metadata"}
 )  # fmt: skip
+_ITEM_KEYS = _ADD_OPTIONS | {"content"}  # what an add_many item may hold
+_DEFAULT_NAMESPACE = "default"
+
+
+def _checked_content(content: object, max_chars: int) -> str:
+    """``content`` if it is valid memory text within ``max_chars`` characters."""
+    if isinstance(content, str) and len(content) > max_chars:
+        raise ValidationError("content", content[:40], f"at most {max_chars} characters")
+    return validate_content(content)  # before hashing it into an id
+
+
+def _memory_type(given: object) -> MemoryType:
+    """``MemoryType.coerce(given)``, the usual spelling of a type looked up without the call
+    (every item of a batch names its type)."""
+    if type(given) is str:
+        kind = _TYPE_OF_VALUE.get(given)
+        if kind is not None:
+            return kind
+    return MemoryType.coerce(given)
 
 
 def _as_new(record: MemoryRecord) -> dict[str, Any]:

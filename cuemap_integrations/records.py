@@ -294,6 +294,13 @@ class MemoryRecord:
         record holds it (item stores, not a call of ``object.__setattr__`` each)."""
         checked = _FIELD_TEMPLATE.copy()  # field order (dict(template, **values) also made
         checked.update(values)  # a keyword dict of values first)
+        return cls._of_fields(checked, cues_checked=cues_checked)
+
+    @classmethod
+    def _of_fields(cls, checked: dict[str, Any], *, cues_checked: bool) -> MemoryRecord:
+        """:meth:`_prevalidated` of ``checked``, a dict of every field in declaration order
+        (``CueMap._build`` lays a new memory's out so), checked in place and then held by the
+        record."""
         checked["memory_id"] = validate_memory_id(checked["memory_id"])
         if not cues_checked:
             checked["cues"] = _string_tuple(checked["cues"], "cues")
@@ -353,20 +360,34 @@ class MemoryRecord:
 
 def _check_from_tags(values: dict[str, Any]) -> None:
     """``__post_init__``'s checks from ``tags`` on, normalising a record's field ``values``
-    in place (a frozen record's ``__dict__``: the same as setting its attributes)."""
-    values["tags"] = _string_tuple(values["tags"], "tags")
-    values["type"] = MemoryType.coerce(values["type"])
-    values["created_at"] = coerce_timestamp(values["created_at"], "created_at")
-    values["updated_at"] = coerce_timestamp(values["updated_at"], "updated_at")
-    values["last_accessed"] = _optional_timestamp(values["last_accessed"], "last_accessed")
-    values["expires_at"] = _optional_timestamp(values["expires_at"], "expires_at")
-    values["superseded_at"] = _optional_timestamp(values["superseded_at"], "superseded_at")
+    in place (a frozen record's ``__dict__``: the same as setting its attributes). A value
+    already in its checked form (no tags, a member of the type, a UTC datetime or None) is
+    passed over without the call that would return it unchanged: a bulk ingest's records
+    hold little else."""
+    tags = values["tags"]
+    if type(tags) is not tuple or tags:
+        values["tags"] = _string_tuple(tags, "tags")
+    if type(values["type"]) is not MemoryType:
+        values["type"] = MemoryType.coerce(values["type"])
+    for name, optional in _TIMESTAMP_FIELDS:
+        value = values[name]
+        if (value is None and optional) or (type(value) is datetime and value.tzinfo is _UTC):
+            continue
+        values[name] = (
+            _optional_timestamp(value, name) if optional else coerce_timestamp(value, name)
+        )
     _check_scalars(values)
     given = values["metadata"]
     metadata = json_safe_copy(given if given is not None else {})
     if not isinstance(metadata, dict):
         raise ValidationError("metadata", given, "a dict")
     values["metadata"] = metadata
+
+
+_UTC = timezone.utc
+# the timestamp fields in declaration order, each with "may be None"
+_TIMESTAMP_FIELDS = (("created_at", False), ("updated_at", False), ("last_accessed", True),
+                     ("expires_at", True), ("superseded_at", True))  # fmt: skip
 
 
 def _check_scalars(values: dict[str, Any]) -> None:
@@ -376,16 +397,18 @@ def _check_scalars(values: dict[str, Any]) -> None:
             raise ValidationError("source", source, "a string or None")
         check_unicode(source, "source")
     count = values["access_count"]
-    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-        raise ValidationError("access_count", count, "an integer >= 0")
-    for name in ("supersedes", "superseded_by"):
+    if type(count) is not int or count < 0:  # an exact int >= 0 (not a bool) passes
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise ValidationError("access_count", count, "an integer >= 0")
+    for name in _ID_FIELDS:
         value = values[name]
         if value is not None:
             validate_memory_id(value, name)
-    if values["key"] is not None:
-        validate_memory_id(values["key"], "key")
     if values["cue_origin"] not in ("given", "derived"):
         raise ValidationError("cue_origin", values["cue_origin"], "'given' or 'derived'")
+
+
+_ID_FIELDS = ("supersedes", "superseded_by", "key")  # checked as memory ids, in this order
 
 
 RECORD_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(MemoryRecord))

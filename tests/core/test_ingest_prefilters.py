@@ -11,7 +11,7 @@ import doctest
 import gc
 import re
 import unicodedata
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from hypothesis import given, settings
@@ -165,6 +165,7 @@ def test_alias_terms_found_with_the_early_exit_are_those_of_the_full_loop(
 
 
 _T = datetime(2026, 1, 2, tzinfo=timezone.utc)
+_PLUS_2 = timezone(timedelta(hours=2))
 
 
 @settings(max_examples=300, deadline=None)
@@ -490,6 +491,67 @@ def test_a_prevalidated_record_is_the_record_the_constructor_makes(
         assert list(vars(got).items()) == list(vars(expected).items())
     else:
         assert got == expected or (got[1] != got[1] and expected[1] != expected[1])  # NaN
+
+
+def _plain_check_from_tags(values: dict[str, object]) -> None:
+    """records._check_from_tags as it was written before its shortcuts: a call per field."""
+    r = records_module
+    values["tags"] = r._string_tuple(values["tags"], "tags")
+    values["type"] = MemoryType.coerce(values["type"])
+    for name in ("created_at", "updated_at"):
+        values[name] = r.coerce_timestamp(values[name], name)
+    for name in ("last_accessed", "expires_at", "superseded_at"):
+        values[name] = r._optional_timestamp(values[name], name)
+    if values["source"] is not None:
+        if not isinstance(values["source"], str):
+            raise ValidationError("source", values["source"], "a string or None")
+        r.check_unicode(values["source"], "source")
+    count = values["access_count"]
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        raise ValidationError("access_count", count, "an integer >= 0")
+    for name in ("supersedes", "superseded_by", "key"):
+        if values[name] is not None:
+            r.validate_memory_id(values[name], name)
+    if values["cue_origin"] not in ("given", "derived"):
+        raise ValidationError("cue_origin", values["cue_origin"], "'given' or 'derived'")
+    metadata = r.json_safe_copy(values["metadata"] if values["metadata"] is not None else {})
+    if not isinstance(metadata, dict):
+        raise ValidationError("metadata", values["metadata"], "a dict")
+    values["metadata"] = metadata
+
+
+_MORE_FIELDS = st.fixed_dictionaries(
+    {},
+    optional={
+        "access_count": st.sampled_from([0, 3, -1, True, 2.0, "1"]),
+        "last_accessed": st.sampled_from([None, _T, "2026-01-02T03:04:05Z", datetime(2026, 1, 2)]),
+        "superseded_at": st.sampled_from([None, _T, datetime(2026, 1, 2, tzinfo=_PLUS_2)]),
+        "superseded_by": st.sampled_from([None, "new-1", "", 5]),
+        "tags": st.sampled_from([(), [], ["a", " "], ("ops",), "ops", None]),
+        "type": st.sampled_from([MemoryType.FACT, "fact", " Note ", "nope", 3]),
+    },
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(_VALUES, _MORE_FIELDS)
+def test_the_field_checks_after_tags_are_the_plain_calls(
+    values: dict[str, object], more: dict[str, object]
+) -> None:
+    """_check_from_tags passes over values already in checked form (no tags, a member, a UTC
+    datetime, None, an exact int count) and otherwise makes the plain calls: the same fields,
+    or the same error, as the call-per-field version."""
+    fields = dict(records_module._FIELD_TEMPLATE, memory_id="m", created_at=_T, updated_at=_T)
+    fields.update(values, **more)
+    outcomes = []
+    for check in (records_module._check_from_tags, _plain_check_from_tags):
+        checked = dict(fields)
+        try:
+            check(checked)
+            outcomes.append(repr(list(checked.items())))
+        except ValidationError as error:
+            outcomes.append(repr((error.field, error.value)))
+    assert outcomes[0] == outcomes[1]
 
 
 _META_TEXT = st.one_of(

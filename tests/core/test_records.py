@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+import hashlib
+from collections.abc import Callable, Mapping
+from datetime import datetime, timedelta, timezone
+from types import MappingProxyType
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cuemap_integrations import (
     CueMap,
@@ -14,6 +20,10 @@ from cuemap_integrations import (
     NotFoundError,
     ValidationError,
 )
+from cuemap_integrations.records import coerce_timestamp, validate_content, validate_namespace
+from cuemap_integrations.text import derive_cues
+from cuemap_integrations.textkeys import TextMemo
+from cuemap_integrations.validation import normalized_list
 
 T = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
 
@@ -158,3 +168,86 @@ def test_given_cues_survive_a_content_update(cm: CueMap) -> None:
     cm.add("Deploys go out on Tuesdays", memory_id="d", cues=["Release Day"])
     new = cm.update("d", content="Deploys go out on Thursdays")
     assert new.cues == ("release day",) and new.cue_origin == "given"
+
+
+# ------------------------------------------------------------- add's record, as written plainly
+_ODD = st.one_of(
+    st.none(), st.text(max_size=6), st.integers(-1, 2), st.just(T), st.just(datetime(2026, 1, 2)),
+    st.sampled_from(["", " ", "a\x00b", "\ud800", "x" * 300, " Fact ", "2026-01-02T03:04:05Z"]),
+    st.lists(st.text(max_size=4), max_size=3), st.just({"k": [1, 2.5, "v"]}),
+    st.just({1: "bad"}), st.just(float("nan")), st.just(MemoryType.FACT), st.just(()),
+)  # fmt: skip
+_GOOD = {
+    "content": ["The API uses port 8001", "Caroline went to the LGBTQ support group", "x" * 90],
+    "memory_id": ["m", "id-2"], "cues": [["Port", "api"], ("8001",), [], None],
+    "tags": [["Ops", "ops"], (), None], "type": ["fact", MemoryType.EVENT, "event", " Note "],
+    "source": ["chat", None], "namespace": ["default", "team-a"],
+    "created_at": [T, "2026-01-02T03:04:05+02:00", None],
+    "updated_at": [T, "2026-01-02T03:04:05Z"], "expires_at": [None, T],
+    "supersedes": [None, "old-1"], "key": [None, "user.name"],
+    "metadata": [{}, {"i": 1, "s": ["a", 2.5]}, None, {"i": 3}],
+}  # fmt: skip
+_ITEMS = st.tuples(
+    st.fixed_dictionaries(
+        {"content": st.sampled_from(_GOOD["content"])},
+        optional={name: st.sampled_from(ok) for name, ok in _GOOD.items() if name != "content"},
+    ),
+    st.one_of(st.none(), st.tuples(st.sampled_from([*_GOOD, "colour"]), _ODD)),  # one odd field
+    st.booleans(),  # a mapping that is not a dict
+).map(lambda drawn: (dict(drawn[0], **dict([drawn[1]] if drawn[1] else [])), drawn[2]))
+
+
+def _plain_record(cm: CueMap, item: dict[str, Any], now: datetime) -> MemoryRecord:
+    """The record ``add`` makes of ``item``, written plainly: the constructor checks every
+    field (the code before ``CueMap._build`` skipped what it had checked itself)."""
+    options = dict(item)
+    content = options.pop("content")
+    allowed = {"memory_id", "key", "cues", "tags", "type", "source", "namespace", "created_at",
+               "updated_at", "expires_at", "supersedes", "metadata"}  # fmt: skip
+    if not allowed.issuperset(options):
+        raise ValidationError("add option", sorted(set(options) - allowed)[0], "an option")
+    if isinstance(content, str) and len(content) > cm.config.max_content_chars:
+        raise ValidationError("content", content[:40], "shorter")
+    content = validate_content(content)
+    namespace = validate_namespace(options.get("namespace", "default"))
+    cues = normalized_list(options.get("cues"), "cues")
+    origin = "given" if cues else "derived"
+    cues = cues or tuple(derive_cues(content))
+    memory_id = options.get("memory_id")
+    if memory_id is None:
+        digest = hashlib.sha256(f"{namespace}\x00{content}".encode()).hexdigest()
+        memory_id = "m-" + digest[:12]
+    created = coerce_timestamp(options.get("created_at") or now, "created_at")
+    kind = MemoryType.coerce(options.get("type", MemoryType.NOTE))
+    tags = normalized_list(options.get("tags"), "tags")
+    days = cm.config.ttl_days.get(kind.value)
+    expiry = None if days is None else created + timedelta(days=days)
+    return MemoryRecord(
+        memory_id=memory_id, content=content, cues=cues, tags=tags, type=kind,
+        source=options.get("source"), namespace=namespace, created_at=created,
+        updated_at=options.get("updated_at") or created,
+        expires_at=options.get("expires_at") or expiry, supersedes=options.get("supersedes"),
+        key=options.get("key"), metadata=options.get("metadata") or {}, cue_origin=origin,
+    )  # fmt: skip
+
+
+def _outcome(build: Callable[[], MemoryRecord]) -> list[tuple[str, object]] | tuple[str, object]:
+    """The record's fields in order, or the field and value of the error raised."""
+    try:
+        return list(vars(build()).items())
+    except ValidationError as error:
+        return (error.field, error.value)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(_ITEMS)
+def test_a_built_record_is_the_one_the_plain_add_makes(drawn: tuple[dict[str, Any], bool]) -> None:
+    """CueMap._build (the record of an add_many item, its checks in one pass over a laid-out
+    dict) gives the record, or the error, of the plain construction."""
+    item, proxy = drawn
+    config = {"ttl_days": {"event": 30}, "max_content_chars": 60}
+    with CueMap(config=config, clock=lambda: T) as cm:
+        given: Mapping[str, Any] = MappingProxyType(item) if proxy else item
+        got = _outcome(lambda: cm._build(given, set(), T, TextMemo(cm.aliases)))
+        expected = _outcome(lambda: _plain_record(cm, item, T))
+    assert got == expected or repr(got) == repr(expected)  # NaN: equal only by repr
