@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
+from itertools import chain
 from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -171,7 +172,12 @@ _COLUMNS = (
     "updated_at", "last_accessed", "access_count", "expires_at", "supersedes", "superseded_by",
     "metadata", "cue_origin", "superseded_at", "key",
 )  # fmt: skip
-_INSERT = f"INSERT INTO memories ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
+_VALUES = f"({', '.join('?' * len(_COLUMNS))})"  # one row's
+_INSERT = f"INSERT INTO memories ({', '.join(_COLUMNS)}) VALUES {_VALUES}"
+# Rows a multi-row INSERT holds: 18 parameters each, within SQLite's oldest limit of 999 a
+# statement (SQLITE_MAX_VARIABLE_NUMBER before 3.32); groups of 32 to 128 rows measured alike.
+_ROWS_PER_INSERT = 55
+_INSERT_GROUP = _INSERT + f", {_VALUES}" * (_ROWS_PER_INSERT - 1)
 _UPDATE = f"UPDATE memories SET {', '.join(c + ' = ?' for c in _COLUMNS)} WHERE seq = ?"
 _SELECT = f"SELECT seq, {', '.join(_COLUMNS)} FROM memories"
 
@@ -391,24 +397,38 @@ class SQLiteStore:
     def insert_many(self, records: Sequence[MemoryRecord]) -> list[int]:
         """Insert ``records`` in one transaction; return their sequence numbers.
 
-        One ``executemany`` for the batch (a Python-level ``execute`` per row cost about as
-        much as SQLite's own work). AUTOINCREMENT numbers each row one above the largest seq
-        the table ever had, so under the write lock the batch's seqs are the ones right after
-        ``sqlite_sequence``; if anything is off (an error, other numbers), the batch is rolled
-        back and inserted row by row, which names the failing memory as before."""
+        The rows go in :data:`_ROWS_PER_INSERT` at a time (:meth:`_insert_rows`; a
+        Python-level ``execute`` per row cost about as much as SQLite's own work).
+        AUTOINCREMENT numbers each row one above the largest seq the table ever had, so under
+        the write lock the batch's seqs are the ones right after ``sqlite_sequence``; if
+        anything is off (an error, other numbers), the batch is rolled back and inserted row
+        by row, which names the failing memory as before."""
         if not records:
             return []
         rows = [record_to_row(record) for record in records]
         try:
             with self.atomic():
                 first = self._next_seq()
-                self._conn.executemany(_INSERT, rows)
+                self._insert_rows(rows)
                 last = int(self._conn.execute("SELECT last_insert_rowid()").fetchone()[0])
                 if last != first + len(rows) - 1:
                     raise _Renumbered
                 return list(range(first, last + 1))
         except (sqlite3.Error, _Renumbered):
             return self._insert_each(records)
+
+    def _insert_rows(self, rows: list[tuple[Any, ...]]) -> None:
+        """Insert ``rows`` in their order: each full group of :data:`_ROWS_PER_INSERT` by one
+        multi-row ``INSERT`` (its values in one flat parameter list), the rest by
+        ``executemany``. One statement step per group instead of one per row: ~1.5 us less a
+        row of a bulk ingest (6.2 -> 4.8 us a row, 10,000 bench rows into ``:memory:``), the
+        rows and their rowids the same (a multi-row ``VALUES`` is inserted in its order)."""
+        whole = len(rows) - len(rows) % _ROWS_PER_INSERT
+        for start in range(0, whole, _ROWS_PER_INSERT):
+            group = rows[start : start + _ROWS_PER_INSERT]
+            self._conn.execute(_INSERT_GROUP, list(chain.from_iterable(group)))
+        if whole < len(rows):
+            self._conn.executemany(_INSERT, rows[whole:])
 
     def _next_seq(self) -> int:
         """The seq AUTOINCREMENT gives the next row (read under the write lock)."""

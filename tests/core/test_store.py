@@ -15,7 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cuemap_integrations import CueMap, StoreError
+from cuemap_integrations import CueMap, MemoryRecord, StoreError
+from cuemap_integrations import store as store_module
 from cuemap_integrations.store import _TO_JSON, MIGRATIONS, SQLiteStore, _json_strings
 
 from ..conftest import ORDER_TIMEOUT_EN, ORDER_TIMEOUT_ZH, T0, FakeClock, load
@@ -224,3 +225,28 @@ def test_a_duplicate_row_in_a_batch_names_its_memory(tmp_path: Path) -> None:
         with pytest.raises(StoreError, match="memory 'b' in namespace 'default' was stored"):
             cm.add_many([{"content": "c", "memory_id": "c"}, {"content": "b", "memory_id": "b"}])
         assert conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0] == 2
+
+
+def _no_fallback(records: object) -> list[int]:
+    raise AssertionError("the batch was redone row by row")
+
+
+def _stored_rows(store: SQLiteStore) -> list[tuple[object, ...]]:
+    return store._conn.execute("SELECT * FROM memories ORDER BY seq").fetchall()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 3), st.integers(0, 2 * store_module._ROWS_PER_INSERT + 3))
+def test_grouped_inserts_store_the_rows_and_seqs_of_row_by_row_ones(before: int, size: int) -> None:
+    """insert_many's multi-row INSERTs (full groups, then the rest row by row) give each record
+    the row and the seq that one INSERT per record gives."""
+    made = [MemoryRecord(memory_id=f"m{i}", content=f"memory {i}", created_at=T0,
+                         updated_at=T0, cues=(f"c{i}",), metadata={"i": i}) for i in range(size)]  # fmt: skip
+    first = [MemoryRecord(memory_id=f"f{i}", content="x", created_at=T0, updated_at=T0)
+             for i in range(before)]  # fmt: skip
+    with SQLiteStore() as grouped, SQLiteStore() as single:
+        grouped._insert_each = _no_fallback  # type: ignore[method-assign]  # the grouped path
+        grouped.insert_many(first)
+        single._insert_each(first)
+        assert grouped.insert_many(made) == single._insert_each(made)
+        assert _stored_rows(grouped) == _stored_rows(single)
