@@ -45,6 +45,7 @@ _DEFAULTS: dict[str, Any] = {
 _EXTRA_DEFAULTS = tuple((name, _DEFAULTS[name]) for name in _EXTRA if name != "updated_at")
 _EXTRA_NAMES = tuple(name for name, _ in _EXTRA_DEFAULTS)
 _EXTRA_VALUES = tuple(default for _, default in _EXTRA_DEFAULTS)
+_EXTRA_OF = itemgetter(*_EXTRA_NAMES)  # a record's values of them, as a tuple
 _EXTRA_RANK = {name: at for at, name in enumerate(_EXTRA)}  # pack writes them in this order
 
 
@@ -259,7 +260,7 @@ def _packed(record: MemoryRecord, kind: Kind) -> tuple[Any, ...]:
     values = record.__dict__  # every field, read without an attribute lookup each
     created, updated = values["created_at"], values["updated_at"]
     extra: list[Any] = [] if updated == created else ["updated_at", updated]
-    if tuple(map(values.__getitem__, _EXTRA_NAMES)) != _EXTRA_VALUES:  # most rows: all default
+    if _EXTRA_OF(values) != _EXTRA_VALUES:  # most rows: all default (read in one C call)
         for name, default in _EXTRA_DEFAULTS:
             value = values[name]
             if value != default:
