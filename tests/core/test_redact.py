@@ -466,3 +466,22 @@ def test_redact_record_shortcut_returns_what_the_general_path_does(
     assert got == expected
     if redact_module._plainly_clean_record(record):
         assert got is record and expected is record
+
+
+_ASSIGNMENT_PIECES = st.sampled_from(
+    ["key", "KEY", "Token", "secret", "credential", "credentials", "password", "passwd", "pwd",
+     "passphrase", "api_", "monkey", "\u212aey", "\u017fecret", "\u0130", '"', "'", " ", "\t",
+     ":", "=", "\n", "x", "é", "-"]
+)  # fmt: skip
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(_ASSIGNMENT_PIECES, max_size=10).map("".join))
+def test_the_assignment_prefilters_answer_as_their_patterns(text: str) -> None:
+    """_AssignedWord.search (a look at the text's `:` and `=` first) finds a match exactly
+    when its pattern does, in ASCII text and in text with the letters IGNORECASE folds."""
+    for prefilter in redact_module._SECOND_PREFILTERS.values():
+        if isinstance(prefilter, redact_module._AssignedWord):
+            expected = prefilter.pattern.search(text)
+            got = prefilter.search(text)
+            assert (got is None) is (expected is None)
