@@ -100,16 +100,17 @@ def plan_writes(
     ids: set[tuple[str, str]] = set()
     for record, explicit_id in records:
         key = key_of(record)
-        existing = _duplicate_of(key, explicit_id, view, batch) if dedupe else None
+        # an explicit id is never a duplicate (most bulk ingests give ids: no lookup for them)
+        existing = None if explicit_id or not dedupe else _duplicate_of(key, view, batch)
         if existing is not None:
             seq = view.seq_of(existing.namespace, existing.memory_id)
             if seq is not None:
                 plan.duplicates.append(seq)
             plan.results.append(existing)
             continue
-        record = _supersede(record, view, plan, now) if _replaces(record) else record
+        if record.supersedes is not None or record.key is not None:
+            record = _supersede(record, view, plan, now)
         _check_unique(record, view, ids)
-        ids.add((record.namespace, record.memory_id))
         plan.new.append(record)
         plan.results.append(record)
         batch.setdefault(key, record)
@@ -118,14 +119,9 @@ def plan_writes(
 
 
 def _duplicate_of(
-    key: ContentKey,
-    explicit_id: bool,
-    view: StoreView,
-    batch: Mapping[ContentKey, MemoryRecord],
+    key: ContentKey, view: StoreView, batch: Mapping[ContentKey, MemoryRecord]
 ) -> MemoryRecord | None:
-    """The stored or earlier batch memory whose content key is ``key``, unless the id was given."""
-    if explicit_id:
-        return None
+    """The stored or earlier batch memory whose content key is ``key``."""
     if key in batch:
         return batch[key]
     seq = view.by_content(key)
@@ -133,13 +129,11 @@ def _duplicate_of(
 
 
 def _check_unique(record: MemoryRecord, view: StoreView, batch_ids: set[tuple[str, str]]) -> None:
-    taken = view.seq_of(record.namespace, record.memory_id) is not None
-    if taken or (record.namespace, record.memory_id) in batch_ids:
+    """Refuse ``record``'s id if stored or earlier in the batch; else add it to ``batch_ids``."""
+    pair = (record.namespace, record.memory_id)
+    if pair in batch_ids or view.seq_of(*pair) is not None:
         raise DuplicateIdError(record.memory_id, record.namespace)
-
-
-def _replaces(record: MemoryRecord) -> bool:
-    return record.supersedes is not None or record.key is not None
+    batch_ids.add(pair)
 
 
 def _supersede(
@@ -193,7 +187,8 @@ def _link_conflicts(
 
 
 def _may_conflict(record: MemoryRecord, types: frozenset[str]) -> bool:
-    return record.key is None and record.superseded_by is None and record.type.value in types
+    # _value_: the member's own attribute, what the .value descriptor returns (asked per record)
+    return record.key is None and record.superseded_by is None and record.type._value_ in types
 
 
 def _conflicts(
