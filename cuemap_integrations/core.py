@@ -46,7 +46,6 @@ from .ranking import (
 )
 from .ranking import trace as ranking_trace
 from .records import (
-    _TYPE_OF_VALUE,
     CueOrigin,
     JSONValue,
     MemoryRecord,
@@ -394,7 +393,7 @@ class CueMap:
         if memory_id is None:
             memory_id = self._new_id(namespace, content, taken)
         created = coerce_timestamp(get("created_at") or now, "created_at")
-        kind = _memory_type(get("type", MemoryType.NOTE))
+        kind = MemoryType.coerce(get("type", MemoryType.NOTE))
         tags = get("tags")
         values = {
             "memory_id": memory_id, "content": content, "created_at": created,
@@ -1207,16 +1206,6 @@ def _checked_content(content: object, max_chars: int) -> str:
     if isinstance(content, str) and len(content) > max_chars:
         raise ValidationError("content", content[:40], f"at most {max_chars} characters")
     return validate_content(content)  # before hashing it into an id
-
-
-def _memory_type(given: object) -> MemoryType:
-    """``MemoryType.coerce(given)``, the usual spelling of a type looked up without the call
-    (every item of a batch names its type)."""
-    if type(given) is str:
-        kind = _TYPE_OF_VALUE.get(given)
-        if kind is not None:
-            return kind
-    return MemoryType.coerce(given)
 
 
 def _as_new(record: MemoryRecord) -> dict[str, Any]:

@@ -451,6 +451,8 @@ _DIGIT_JOINED = re.compile(r"\d[.\-]\d")
 
 
 class _Prefilter(Protocol):
+    """A rule's second prefilter: a compiled pattern, or an object answering like one."""
+
     def search(self, text: str) -> object: ...
 
 
