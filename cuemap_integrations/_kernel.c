@@ -202,6 +202,13 @@ static int64_t add_marked(Scratch *s, const List *l, int64_t count, const int64_
     return 0;
 }
 
+/* How far ahead dense_run prefetches: a posting's cell and length DENSE_AHEAD postings ahead,
+ * its seq -> slot entry twice that. prefetch's 8 and 16 were too short for a cell's first
+ * touch in a call (a miss to L3 or memory, ~30x a posting's work): 32 measured kernel time
+ * x0.91-0.97 (median) against 8 at 100k memories (benchmarks/kernel_ab.py, both orders);
+ * 64 gained nothing more, and add_marked's lists (short, for a few candidates) no change. */
+#define DENSE_AHEAD 32
+
 /* Add the postings of one member from posting *at on while their seqs are below `stop`
  * (INT64_MAX: to its end), marking the slots they reach first. Leaves *at at the first posting
  * not added. Returns how many slots are reached now, or a negative code.
@@ -210,9 +217,9 @@ static int64_t add_marked(Scratch *s, const List *l, int64_t count, const int64_
  * compiler makes a loop per kind of list without a switch on them per posting, and a slot's
  * bit and the count take `first` without a branch on it (0 or 1 by the data, unpredictable):
  * kernel time x0.84-0.90 at 300k memories, x0.77-0.82 at 1M (benchmarks/kernel_ab.py). The
- * gain is add_posting's and the prefetch is prefetch's, written out again with the constants:
- * calling those two (forced inline, with the constants) measured x1.07-1.20 slower, the
- * compiler then laying the loop out worse. */
+ * gain is add_posting's and the prefetch is prefetch's (farther ahead: DENSE_AHEAD), written
+ * out again with the constants: calling those two (forced inline, with the constants) measured
+ * x1.07-1.20 slower, the compiler then laying the loop out worse. */
 static inline __attribute__((always_inline)) int64_t
 dense_run(Scratch *s, int64_t touched, const List *l, int64_t *at, int64_t count, int64_t stop,
           const int64_t *slot_by_seq, int64_t n_seqs, const double *length, const int width,
@@ -221,12 +228,12 @@ dense_run(Scratch *s, int64_t touched, const List *l, int64_t *at, int64_t count
     const double *ld = l->ld;
     const int32_t mark = l->list + 1;
     for (; i < count; i++) {
-        if (i + 16 < count) {
-            int64_t ahead = seq_at(l->seqs, width, i + 16);
+        if (i + 2 * DENSE_AHEAD < count) {
+            int64_t ahead = seq_at(l->seqs, width, i + 2 * DENSE_AHEAD);
             if (ahead >= 0 && ahead < n_seqs) __builtin_prefetch(slot_by_seq + ahead);
         }
-        if (i + 8 < count) {
-            int64_t ahead = seq_at(l->seqs, width, i + 8);
+        if (i + DENSE_AHEAD < count) {
+            int64_t ahead = seq_at(l->seqs, width, i + DENSE_AHEAD);
             int64_t to = ahead >= 0 && ahead < n_seqs ? slot_by_seq[ahead] : -1;
             if (to >= 0 && to < s->size) {
                 __builtin_prefetch(s->cells + to, 1);
