@@ -167,40 +167,44 @@ static void add_posting(Scratch *s, const List *l, int64_t i, int64_t seq, int64
     ADD_GAIN(c, l, gain);
 }
 
-/* Prefetch what posting i + 8 will read (its slot's cell and length: loads that depend on
- * the seq -> slot load) and what posting i + 16 will (its seq -> slot entry). Measured, cold
- * caches at 100k memories: a pass's kernel call x0.69. */
-static void prefetch(const Scratch *s, const List *l, int64_t i, int64_t count,
-                     const int64_t *slot_by_seq, int64_t n_seqs, const double *length) {
-    if (i + 16 < count) {
-        int64_t ahead = seq_at(l->seqs, l->width, i + 16);
-        if (ahead >= 0 && ahead < n_seqs) __builtin_prefetch(slot_by_seq + ahead);
-    }
-    if (i + 8 < count) {
-        int64_t ahead = seq_at(l->seqs, l->width, i + 8);
-        int64_t at = ahead >= 0 && ahead < n_seqs ? slot_by_seq[ahead] : -1;
-        if (at >= 0 && at < s->size) {
-            __builtin_prefetch(s->cells + at, 1);
-            if (l->term) __builtin_prefetch(length + at);
-        }
-    }
+/* One bit per seq (n_seqs of them), set for the n candidates' seqs: what add_marked tests a
+ * posting against. NULL when out of memory. */
+static uint64_t *seq_marks(int64_t n, const int64_t *seqs, int64_t n_seqs) {
+    uint64_t *marks = calloc((size_t)((n_seqs + 63) / 64 + 1), sizeof *marks);
+    if (!marks) return NULL;
+    for (int64_t c = 0; c < n; c++) marks[seqs[c] >> 6] |= UINT64_C(1) << (seqs[c] & 63);
+    return marks;
 }
 
-/* Add the postings of one member of the slots whose bit is set (the candidates). Returns 0,
- * or a negative code. */
-static int64_t add_marked(Scratch *s, const List *l, int64_t count, const int64_t *slot_by_seq,
-                          int64_t n_seqs, const double *length) {
+/* Add the postings of one member held by the candidates (`marks`: their seqs, seq_marks).
+ * A posting is tested by its seq, in a bitmap of n_seqs / 8 bytes (small enough to stay in
+ * the cache), and only a candidate's posting is looked up in the seq -> slot map: testing the
+ * slot's bit looked every posting up there first, a read at random (the map is 8 bytes a seq)
+ * that missed the cache on most postings of the lists read whole for the candidates (kernel
+ * time median x0.86-0.90 at 100k memories, benchmarks/kernel_ab.py both orders). The same
+ * postings are added in the same order; a posting of another memory is no longer looked up,
+ * so its missing slot is not reported here (as probing never reported it). Returns 0, or a
+ * negative code. */
+static int64_t add_marked(Scratch *s, const List *l, int64_t count, const uint64_t *marks,
+                          const int64_t *slot_by_seq, int64_t n_seqs, const double *length) {
     for (int64_t i = 0; i < count; i++) {
-        prefetch(s, l, i, count, slot_by_seq, n_seqs, length);
         int64_t seq = seq_at(l->seqs, l->width, i);
         if (seq < 0 || seq >= n_seqs) return E_SEQ;
+        if (!(marks[seq >> 6] & (UINT64_C(1) << (seq & 63)))) continue;
         int64_t slot = slot_by_seq[seq];
         if (slot < 0 || slot >= s->size) return E_SLOT;
-        if (s->bits[slot >> 6] & (UINT64_C(1) << (slot & 63)))
-            add_posting(s, l, i, seq, slot, length);
+        add_posting(s, l, i, seq, slot, length);
     }
     return 0;
 }
+
+/* How far ahead dense_run prefetches: a posting's cell and length DENSE_AHEAD postings ahead,
+ * its seq -> slot entry twice that (measured, cold caches at 100k memories: prefetching at
+ * all made a pass's kernel call x0.69). 8 and 16 were too short for a cell's first touch in a
+ * call (a miss to L3 or memory, ~30x a posting's work): 32 measured kernel time x0.91-0.97
+ * (median) against them at 100k memories (benchmarks/kernel_ab.py, both orders); 64 gained
+ * nothing more. */
+#define DENSE_AHEAD 32
 
 /* Add the postings of one member from posting *at on while their seqs are below `stop`
  * (INT64_MAX: to its end), marking the slots they reach first. Leaves *at at the first posting
@@ -210,8 +214,8 @@ static int64_t add_marked(Scratch *s, const List *l, int64_t count, const int64_
  * compiler makes a loop per kind of list without a switch on them per posting, and a slot's
  * bit and the count take `first` without a branch on it (0 or 1 by the data, unpredictable):
  * kernel time x0.84-0.90 at 300k memories, x0.77-0.82 at 1M (benchmarks/kernel_ab.py). The
- * gain is add_posting's and the prefetch is prefetch's, written out again with the constants:
- * calling those two (forced inline, with the constants) measured x1.07-1.20 slower, the
+ * gain is add_posting's, written out again with the constants: calling it (forced inline,
+ * with the constants) measured x1.07-1.20 slower, with the prefetch a function too, the
  * compiler then laying the loop out worse. */
 static inline __attribute__((always_inline)) int64_t
 dense_run(Scratch *s, int64_t touched, const List *l, int64_t *at, int64_t count, int64_t stop,
@@ -221,12 +225,12 @@ dense_run(Scratch *s, int64_t touched, const List *l, int64_t *at, int64_t count
     const double *ld = l->ld;
     const int32_t mark = l->list + 1;
     for (; i < count; i++) {
-        if (i + 16 < count) {
-            int64_t ahead = seq_at(l->seqs, width, i + 16);
+        if (i + 2 * DENSE_AHEAD < count) {
+            int64_t ahead = seq_at(l->seqs, width, i + 2 * DENSE_AHEAD);
             if (ahead >= 0 && ahead < n_seqs) __builtin_prefetch(slot_by_seq + ahead);
         }
-        if (i + 8 < count) {
-            int64_t ahead = seq_at(l->seqs, width, i + 8);
+        if (i + DENSE_AHEAD < count) {
+            int64_t ahead = seq_at(l->seqs, width, i + DENSE_AHEAD);
             int64_t to = ahead >= 0 && ahead < n_seqs ? slot_by_seq[ahead] : -1;
             if (to >= 0 && to < s->size) {
                 __builtin_prefetch(s->cells + to, 1);
@@ -527,28 +531,34 @@ static int64_t add_candidates(Scratch *s, int64_t first, int64_t n_lists,
                               Cand *c, const Refine *r, const Evidence *e) {
     const int64_t *mi = member_ints;
     double last = r->base && r->from < n_lists ? r->rest[r->from] : 0.0; /* the checked rest */
+    uint64_t *marks = NULL; /* the candidates' seqs, made for the first member read whole */
+    int64_t code = 0;
     for (int64_t l = 0; l < first; l++) mi += list_ints[l * LIST_INTS + L_MEMBERS] * MEMBER_INTS;
-    for (int64_t l = first; l < n_lists; l++) {
+    for (int64_t l = first; l < n_lists && code == 0; l++) {
         const int64_t *li = list_ints + l * LIST_INTS;
         const double *ld = list_doubles + l * LIST_DOUBLES;
         if (r->base && l >= r->from && r->rest[l] < last && postings_of(li, mi) >= c->n) {
             c->n = refine(s, l, c->n, c->slots, c->seqs, c->base, r, e);
             last = r->rest[l];
         }
-        for (int64_t m = 0; m < li[L_MEMBERS]; m++, mi += MEMBER_INTS) {
+        for (int64_t m = 0; m < li[L_MEMBERS] && code == 0; m++, mi += MEMBER_INTS) {
             int64_t count = mi[M_COUNT];
             List list = list_of((int32_t)l, li, ld, w, mi);
             if (count > 64 * c->n) {
                 probe_batched(s, &list, count, c->n, c->slots, c->seqs, length);
             } else if (count > 8 * c->n) {
                 probe_member(s, &list, count, c->n, c->slots, c->seqs, length);
+            } else if (!marks && !(marks = seq_marks(c->n, c->seqs, n_seqs))) {
+                code = E_MEMORY;
             } else {
-                int64_t code = add_marked(s, &list, count, slot_by_seq, n_seqs, length);
-                if (code < 0) return code;
+                /* the candidates refining dropped since the marks were made are still marked:
+                 * their cells get sums no one reads (they are not emitted), as before */
+                code = add_marked(s, &list, count, marks, slot_by_seq, n_seqs, length);
             }
         }
     }
-    return 0;
+    free(marks);
+    return code;
 }
 
 /* Reset every reached cell of the scratch but the n candidates' (slots checked), whose sums

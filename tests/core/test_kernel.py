@@ -393,6 +393,44 @@ def test_candidates_probed_in_long_lists_get_the_dense_sums(
     assert got == {slot: dense[slot] for slot in chosen}
 
 
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    share=st.floats(0.15, 1.0),
+    seed=st.integers(0, 10**6),
+    query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=4),
+)
+def test_candidates_of_lists_read_whole_get_the_dense_sums(
+    long_lists: CueMap, share: float, seed: int, query: list[str]
+) -> None:
+    """Candidates at least an eighth of every list's postings: each list is read whole and
+    its postings tested against the candidates' seqs (a bitmap by seq, not the slots'), so
+    each candidate gets exactly the dense pass's sums, whatever the candidates' order, and no
+    other memory is written."""
+    cm, np = long_lists, pytest.importorskip("numpy")
+    index = cm._indexes["default"]
+    by_arrays(cm, "alpha", 1)  # the view exists
+    plan = plan_query("alpha beta " + " ".join(query), index, cm.aliases)
+    lists = topk.RecallMemo().lists(index, plan, cm.config)
+    slots, evidence, _, _ = _dense_sums(cm, lists, kernel.BLOCK_SEQS)
+    dense = dict(zip(slots, evidence, strict=True))
+    view = arrays.view_of(index)
+    rnd = random.Random(seed)
+    reached = [int(slot) for slot in slots]
+    chosen = rnd.sample(reached, max(1, int(share * len(reached))))
+    longest = max(len(p) for lst in lists for p in lst.postings)
+    assert longest <= 8 * len(chosen)  # no list is probed: every one is read whole
+    cand = np.array(chosen, dtype=np.int64)
+    described = kernel.describe(lists)
+    assert described is not None
+    with view.scratch().lock:
+        found = kernel.accumulate(
+            view, described, (1.0, 0.7, 0.4, 0.6, 2.0, 0.5), cand=(cand, view.seq_at[cand])
+        )
+        got = dict(zip(found.slots.tolist(), found.evidence.tolist(), strict=True))
+    assert got == {slot: dense[slot] for slot in chosen}
+    assert not view.scratch().cells.any() and not view.scratch().bits.any()
+
+
 # ------------------------------------------------------------------ refining the candidates
 def _weighted_carried(cm: CueMap, rnd: random.Random) -> list[_List]:
     """:func:`_carried`'s session lists with the bounds recall gives them (the session weight
