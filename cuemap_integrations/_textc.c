@@ -22,6 +22,10 @@
  *   derive_plain(content, limit, stop, calendar, units, web, stems)   the same, normalizing
  *                                      content itself, for content without a digit, "`" or "/"
  *   pack_cues(cues, held, codes, names, max_codes)   recordtable._packed_cues (any str)
+ *   flush_postings(pending, tables, kinds)   index.NamespaceIndex.flush's postings: a batch's
+ *                                      deferred postings grouped by key and appended to the
+ *                                      tables (any keys; index.py's _flush_reference is the
+ *                                      reference, and what this leaves to the tables' extend)
  *
  * Every index is checked against its buffer's length; buffers are sized from the input.
  */
@@ -1644,6 +1648,710 @@ static PyObject *textc_pack_cues(PyObject *self, PyObject *args) {
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* A batch's deferred postings: index.NamespaceIndex.flush                                   */
+/* ---------------------------------------------------------------------------------------- */
+
+/* One deferred posting: its seq (the object and its value) and its value (NULL: 1.0). */
+typedef struct {
+    PyObject *seq_obj; /* new reference */
+    PyObject *value;   /* new reference, or NULL */
+    int64_t seq;
+    int byte; /* the value as an exact int 0..255 (1 without a value); -1 when it is not one */
+} Posting;
+
+/* The postings of one key, in the order posted. */
+typedef struct {
+    PyObject *key; /* new reference: the key object as first posted */
+    Py_hash_t hash;
+    Py_ssize_t start, n; /* posts[start .. start + n) once placed */
+    int64_t last;
+    int regular; /* seqs ascending in 0..INT32_MAX and byte values: the fast path applies */
+    int removed; /* posted by post_shared: neither extended nor compared */
+} Group;
+
+/* One pending kind's postings grouped by key (_Pending.by_key), keys in first-posted order. */
+typedef struct {
+    Group *groups;
+    Py_ssize_t count, cap;
+    Py_ssize_t *slots; /* open addressing: a group's index + 1, 0 when empty */
+    Py_ssize_t mask;
+    Posting *posts;
+    Py_ssize_t npost, postcap;
+    Py_ssize_t *owner; /* the group of each posting, in input order, until placed */
+} Grouping;
+
+/* What flush_postings works with: the classes, the attribute names, array templates. */
+typedef struct {
+    PyObject *postings, *one, *array_type, *seqs_template, *bytes_template;
+} Kinds;
+
+/* A postings table's dicts: its own, the one shared with its twin, the twin's own (NULL
+ * without a twin), and its extend method (the reference, for what the fast path leaves). */
+typedef struct {
+    PyObject *held, *both, *twin_held, *extend;
+} TableDicts;
+
+static PyObject *SEQS_NAME, *VALUES_NAME, *SHARED_NAME;
+
+static void grouping_free(Grouping *g) {
+    for (Py_ssize_t i = 0; i < g->count; i++) Py_DECREF(g->groups[i].key);
+    for (Py_ssize_t i = 0; i < g->npost; i++) {
+        Py_DECREF(g->posts[i].seq_obj);
+        Py_XDECREF(g->posts[i].value);
+    }
+    PyMem_Free(g->groups);
+    PyMem_Free(g->slots);
+    PyMem_Free(g->posts);
+    PyMem_Free(g->owner);
+}
+
+/* The group of key (hash h), or -1; -2 with an exception set. */
+static Py_ssize_t grouping_find(const Grouping *g, PyObject *key, Py_hash_t h, Py_ssize_t *slot) {
+    if (g->slots == NULL) return -1;
+    Py_ssize_t at = (Py_ssize_t)((size_t)h & (size_t)g->mask);
+    while (g->slots[at]) {
+        Group *group = &g->groups[g->slots[at] - 1];
+        if (group->key == key) return g->slots[at] - 1;
+        if (group->hash == h) {
+            int same = PyObject_RichCompareBool(group->key, key, Py_EQ);
+            if (same < 0) return -2;
+            if (same) return g->slots[at] - 1;
+        }
+        at = (at + 1) & g->mask;
+    }
+    if (slot != NULL) *slot = at;
+    return -1;
+}
+
+/* Room for twice the groups in the open-addressing slots. -1 on error. */
+static int grouping_rehash(Grouping *g) {
+    Py_ssize_t size = 64;
+    while (size < 4 * (g->count + 1)) size *= 2;
+    Py_ssize_t *slots = PyMem_Calloc((size_t)size, sizeof(Py_ssize_t));
+    if (slots == NULL) return -1;
+    for (Py_ssize_t i = 0; i < g->count; i++) {
+        Py_ssize_t at = (Py_ssize_t)((size_t)g->groups[i].hash & (size_t)(size - 1));
+        while (slots[at]) at = (at + 1) & (size - 1);
+        slots[at] = i + 1;
+    }
+    PyMem_Free(g->slots);
+    g->slots = slots;
+    g->mask = size - 1;
+    return 0;
+}
+
+/* The group of key, made if new. -1 on error. */
+static Py_ssize_t group_of(Grouping *g, PyObject *key) {
+    Py_hash_t h = PyObject_Hash(key);
+    if (h == -1) return -1;
+    Py_ssize_t slot = 0, found = grouping_find(g, key, h, &slot);
+    if (found != -1) return found == -2 ? -1 : found;
+    if (g->count == g->cap) {
+        Py_ssize_t cap = g->cap ? 2 * g->cap : 256;
+        Group *groups = PyMem_Realloc(g->groups, sizeof(Group) * (size_t)cap);
+        if (groups == NULL) return -1;
+        g->groups = groups;
+        g->cap = cap;
+    }
+    if (2 * (g->count + 1) > g->mask) { /* at most half full */
+        if (grouping_rehash(g) < 0) return -1;
+        grouping_find(g, key, h, &slot); /* the free slot in the new table: cannot fail */
+    }
+    Group *group = &g->groups[g->count];
+    group->key = Py_NewRef(key);
+    group->hash = h;
+    group->start = group->n = 0;
+    group->last = 0;
+    group->regular = 1;
+    group->removed = 0;
+    g->slots[slot] = ++g->count;
+    return g->count - 1;
+}
+
+/* Append a posting of seq_obj (value: a new reference or NULL) to group gi. -1 on error. */
+static int grouping_post(Grouping *g, Py_ssize_t gi, PyObject *seq_obj, int64_t seq,
+                         PyObject *value, int byte) {
+    if (g->npost == g->postcap) {
+        Py_ssize_t cap = g->postcap ? 2 * g->postcap : 1024;
+        Posting *posts = PyMem_Realloc(g->posts, sizeof(Posting) * (size_t)cap);
+        if (posts == NULL) return -1;
+        g->posts = posts;
+        Py_ssize_t *owner = PyMem_Realloc(g->owner, sizeof(Py_ssize_t) * (size_t)cap);
+        if (owner == NULL) return -1;
+        g->owner = owner;
+        g->postcap = cap;
+    }
+    Group *group = &g->groups[gi];
+    if ((group->n > 0 && seq <= group->last) || seq < 0 || seq > INT32_MAX || byte < 0)
+        group->regular = 0;
+    group->last = seq;
+    group->n++;
+    g->posts[g->npost] = (Posting){Py_NewRef(seq_obj), value, seq, byte};
+    g->owner[g->npost++] = gi;
+    return 0;
+}
+
+/* The value of a posting from values (bytes, or a sequence) at i: a new reference, and its
+ * byte (see Posting). NULL on error. */
+static PyObject *value_at(PyObject *values, Py_ssize_t i, int *byte) {
+    if (PyBytes_CheckExact(values)) {
+        *byte = (unsigned char)PyBytes_AS_STRING(values)[i];
+        return PyLong_FromLong(*byte);
+    }
+    PyObject *value = Py_NewRef(PySequence_Fast_GET_ITEM(values, i));
+    *byte = -1;
+    if (PyLong_CheckExact(value)) {
+        int overflow = 0;
+        long v = PyLong_AsLongAndOverflow(value, &overflow);
+        if (!overflow && v >= 0 && v <= 255) *byte = (int)v;
+    }
+    return value;
+}
+
+/* The postings of one memory: seq_obj under each of keys, with values (NULL: none). */
+static int group_memory(Grouping *g, PyObject *seq_obj, PyObject *keys, PyObject *values) {
+    int64_t seq = PyLong_AsLongLong(seq_obj);
+    if (seq == -1 && PyErr_Occurred()) return -1;
+    PyObject *fast = PySequence_Fast(keys, "flush_postings: keys must be a sequence");
+    PyObject *vals = NULL;
+    int rc = -1;
+    if (fast == NULL) return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    if (values != NULL) {
+        vals = PyBytes_CheckExact(values)
+                   ? Py_NewRef(values)
+                   : PySequence_Fast(values, "flush_postings: values must be a sequence");
+        if (vals == NULL) goto done;
+        Py_ssize_t m = PyBytes_CheckExact(vals) ? PyBytes_GET_SIZE(vals) : PySequence_Fast_GET_SIZE(vals);
+        if (m != n) {
+            PyErr_SetString(PyExc_ValueError, "flush_postings: keys and values differ in length");
+            goto done;
+        }
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t gi = group_of(g, PySequence_Fast_GET_ITEM(fast, i));
+        if (gi < 0) goto done;
+        int byte = 1;
+        PyObject *value = vals == NULL ? NULL : value_at(vals, i, &byte);
+        if (vals != NULL && value == NULL) goto done;
+        if (grouping_post(g, gi, seq_obj, seq, value, byte) < 0) {
+            Py_XDECREF(value);
+            goto done;
+        }
+    }
+    rc = 0;
+done:
+    Py_DECREF(fast);
+    Py_XDECREF(vals);
+    return rc;
+}
+
+/* Reorder the postings key by key (stable: each key's in the order posted). -1 on error. */
+static int grouping_place(Grouping *g) {
+    Posting *placed = PyMem_Malloc(sizeof(Posting) * (size_t)(g->npost ? g->npost : 1));
+    if (placed == NULL) return -1;
+    Py_ssize_t start = 0;
+    for (Py_ssize_t i = 0; i < g->count; i++) {
+        g->groups[i].start = start;
+        start += g->groups[i].n;
+    }
+    Py_ssize_t *next = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(g->count ? g->count : 1));
+    if (next == NULL) {
+        PyMem_Free(placed);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < g->count; i++) next[i] = g->groups[i].start;
+    for (Py_ssize_t p = 0; p < g->npost; p++) placed[next[g->owner[p]]++] = g->posts[p];
+    PyMem_Free(next);
+    PyMem_Free(g->posts);
+    g->posts = placed;
+    g->postcap = g->npost;
+    return 0;
+}
+
+/* Group seqs[i]'s keys_of[i] (with values_of[i], if given: None for none). -1 on error. */
+static int grouping_fill(Grouping *g, PyObject *seqs, PyObject *keys_of, PyObject *values_of) {
+    if (!PyList_Check(seqs) || !PyList_Check(keys_of) ||
+        (values_of != Py_None && !PyList_Check(values_of))) {
+        PyErr_SetString(PyExc_TypeError, "flush_postings: pending postings must be lists");
+        return -1;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(seqs);
+    if (PyList_GET_SIZE(keys_of) != n || (values_of != Py_None && PyList_GET_SIZE(values_of) != n)) {
+        PyErr_SetString(PyExc_ValueError, "flush_postings: pending lists differ in length");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *values = values_of == Py_None ? NULL : PyList_GET_ITEM(values_of, i);
+        if (group_memory(g, PyList_GET_ITEM(seqs, i), PyList_GET_ITEM(keys_of, i), values) < 0)
+            return -1;
+    }
+    return grouping_place(g);
+}
+
+/* A new array like template (one item) of exactly size items, and its writable buffer. */
+static PyObject *sized_array(PyObject *template, Py_ssize_t size, Py_buffer *view) {
+    PyObject *array = PySequence_Repeat(template, size); /* exactly the size, as array + array */
+    if (array != NULL && PyObject_GetBuffer(array, view, PyBUF_WRITABLE) < 0) Py_CLEAR(array);
+    return array;
+}
+
+/* The items of array (of the typecode format, itemsize bytes each) as a read buffer; 0 when
+ * it is not such an array (no exception), -1 on error. */
+static int array_view(const Kinds *k, PyObject *array, char format, Py_ssize_t itemsize,
+                      Py_buffer *view) {
+    if (!Py_IS_TYPE(array, (PyTypeObject *)k->array_type)) return 0;
+    if (PyObject_GetBuffer(array, view, PyBUF_FORMAT) < 0) return -1;
+    if (view->itemsize != itemsize || view->format == NULL || view->format[0] != format ||
+        view->format[1] != '\0') {
+        PyBuffer_Release(view);
+        return 0;
+    }
+    return 1;
+}
+
+/* old's seqs (an "i" array, or NULL), then lead (if lead >= 0), then the group's seqs: a new
+ * exact-size "i" array. */
+static PyObject *seqs_array(const Kinds *k, PyObject *old, int64_t lead, const Posting *p,
+                            Py_ssize_t n) {
+    Py_buffer was = {0}, view;
+    Py_ssize_t head = 0;
+    if (old != NULL) {
+        if (array_view(k, old, 'i', 4, &was) <= 0) return NULL; /* checked by the caller */
+        head = was.len / 4;
+    }
+    PyObject *array = sized_array(k->seqs_template, head + (lead >= 0) + n, &view);
+    if (array != NULL) {
+        int32_t *out = view.buf;
+        if (head) memcpy(out, was.buf, (size_t)was.len);
+        if (lead >= 0) out[head++] = (int32_t)lead;
+        for (Py_ssize_t i = 0; i < n; i++) out[head + i] = (int32_t)p[i].seq;
+        PyBuffer_Release(&view);
+    }
+    if (old != NULL) PyBuffer_Release(&was);
+    return array;
+}
+
+/* old's values (a "B" array, or NULL), then ones 1s, then the group's bytes: a new "B" array. */
+static PyObject *bytes_array(const Kinds *k, PyObject *old, Py_ssize_t ones, const Posting *p,
+                             Py_ssize_t n) {
+    Py_buffer was = {0}, view;
+    Py_ssize_t head = 0;
+    if (old != NULL) {
+        if (array_view(k, old, 'B', 1, &was) <= 0) return NULL; /* checked by the caller */
+        head = was.len;
+    }
+    PyObject *array = sized_array(k->bytes_template, head + ones + n, &view);
+    if (array != NULL) {
+        unsigned char *out = view.buf;
+        if (head) memcpy(out, was.buf, (size_t)head);
+        memset(out + head, 1, (size_t)ones);
+        for (Py_ssize_t i = 0; i < n; i++) out[head + ones + i] = (unsigned char)p[i].byte;
+        PyBuffer_Release(&view);
+    }
+    if (old != NULL) PyBuffer_Release(&was);
+    return array;
+}
+
+/* Whether a posting's value is not 1.0 (the group is regular: its values are bytes). */
+static int any_not_one(const Posting *p, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (p[i].byte != 1) return 1;
+    return 0;
+}
+
+/* A new object of class cls (Postings or _OnePosting) with its three slots. NULL on error. */
+static PyObject *new_postings(PyObject *cls, PyObject *seqs, PyObject *values) {
+    static PyObject *no_args = NULL;
+    if (no_args == NULL && (no_args = PyTuple_New(0)) == NULL) return NULL;
+    PyObject *obj = ((PyTypeObject *)cls)->tp_new((PyTypeObject *)cls, no_args, NULL);
+    if (obj != NULL && (PyObject_SetAttr(obj, SEQS_NAME, seqs) < 0 ||
+                        PyObject_SetAttr(obj, VALUES_NAME, values) < 0 ||
+                        PyObject_SetAttr(obj, SHARED_NAME, Py_False) < 0))
+        Py_CLEAR(obj);
+    return obj;
+}
+
+/* The Postings holding lead (a bare seq's value, or -1 for none) and the group's postings;
+ * held[key] = it. -1 on error. */
+static int post_new(const Kinds *k, PyObject *held, Group *g, const Posting *p, int64_t lead) {
+    PyObject *seqs = seqs_array(k, NULL, lead, p, g->n);
+    PyObject *values = NULL, *obj = NULL;
+    int rc = -1;
+    if (seqs == NULL) return -1;
+    if (!any_not_one(p, g->n)) values = Py_NewRef(Py_None);
+    else if ((values = bytes_array(k, NULL, lead >= 0, p, g->n)) == NULL) goto done;
+    if ((obj = new_postings(k->postings, seqs, values)) != NULL)
+        rc = PyDict_SetItem(held, g->key, obj);
+done:
+    Py_DECREF(seqs);
+    Py_XDECREF(values);
+    Py_XDECREF(obj);
+    return rc;
+}
+
+/* PostingsTable.put of a new key's one posting: a bare seq (shared with the twin when it
+ * holds the same bare seq), or a _OnePosting for a value not 1.0. -1 on error. */
+static int post_one(const Kinds *k, const TableDicts *t, Group *g, const Posting *p) {
+    if (p->byte != 1) {
+        PyObject *obj = new_postings(k->one, p->seq_obj, p->value);
+        int rc = obj == NULL ? -1 : PyDict_SetItem(t->held, g->key, obj);
+        Py_XDECREF(obj);
+        return rc;
+    }
+    if (PyDict_SetItem(t->held, g->key, p->seq_obj) < 0) return -1;
+    if (t->twin_held == NULL) return 0;
+    PyObject *other = PyDict_GetItemWithError(t->twin_held, g->key); /* borrowed */
+    if (other == NULL) return PyErr_Occurred() ? -1 : 0;
+    if (!PyLong_CheckExact(other)) return 0;
+    int same = PyObject_RichCompareBool(other, p->seq_obj, Py_EQ);
+    if (same <= 0) return same;
+    if (PyDict_DelItem(t->held, g->key) < 0 || PyDict_DelItem(t->twin_held, g->key) < 0) return -1;
+    return PyDict_SetItem(t->both, g->key, p->seq_obj);
+}
+
+/* Append the group's postings to the Postings held (an exact Postings of an "i" array below
+ * them, values None or a "B" array); 0 when held is not such a one (nothing changed). */
+static int post_more(const Kinds *k, PyObject *held, Group *g, const Posting *p) {
+    PyObject *seqs = PyObject_GetAttr(held, SEQS_NAME);
+    PyObject *values = seqs == NULL ? NULL : PyObject_GetAttr(held, VALUES_NAME);
+    PyObject *more_seqs = NULL, *more_values = NULL;
+    Py_buffer view;
+    int rc = -1, fits;
+    if (values == NULL) goto done;
+    if ((fits = array_view(k, seqs, 'i', 4, &view)) <= 0) {
+        rc = fits;
+        goto done;
+    }
+    fits = view.len > 0 && ((const int32_t *)view.buf)[view.len / 4 - 1] < p[0].seq;
+    PyBuffer_Release(&view);
+    if (fits && values != Py_None) {
+        if ((fits = array_view(k, values, 'B', 1, &view)) < 0) goto done;
+        if (fits) PyBuffer_Release(&view);
+    }
+    if (!fits) {
+        rc = 0;
+        goto done;
+    }
+    if ((more_seqs = seqs_array(k, seqs, -1, p, g->n)) == NULL) goto done;
+    if (values != Py_None) more_values = bytes_array(k, values, 0, p, g->n);
+    else if (any_not_one(p, g->n)) more_values = bytes_array(k, NULL, PyObject_Length(seqs), p, g->n);
+    else more_values = Py_NewRef(Py_None);
+    if (more_values == NULL) goto done;
+    if (PyObject_SetAttr(held, SEQS_NAME, more_seqs) < 0 ||
+        PyObject_SetAttr(held, SHARED_NAME, Py_False) < 0 ||
+        PyObject_SetAttr(held, VALUES_NAME, more_values) < 0)
+        goto done;
+    rc = 1;
+done:
+    Py_XDECREF(seqs);
+    Py_XDECREF(values);
+    Py_XDECREF(more_seqs);
+    Py_XDECREF(more_values);
+    return rc;
+}
+
+/* The reference: PostingsTable.extend(key, seqs, values) with the group's postings. */
+static int post_by_reference(const TableDicts *t, Group *g, const Posting *p, int valued) {
+    PyObject *seqs = PyList_New(g->n), *values = valued ? PyList_New(g->n) : Py_NewRef(Py_None);
+    int rc = -1;
+    if (seqs != NULL && values != NULL) {
+        for (Py_ssize_t i = 0; i < g->n; i++) {
+            PyList_SET_ITEM(seqs, i, Py_NewRef(p[i].seq_obj));
+            if (valued) PyList_SET_ITEM(values, i, Py_NewRef(p[i].value));
+        }
+        PyObject *done = PyObject_CallFunctionObjArgs(t->extend, g->key, seqs, values, NULL);
+        rc = done == NULL ? -1 : 0;
+        Py_XDECREF(done);
+    }
+    Py_XDECREF(seqs);
+    Py_XDECREF(values);
+    return rc;
+}
+
+/* PostingsTable._unshare of key, shared as the bare seq: back to both tables' own dicts. */
+static int unshare_key(const TableDicts *t, PyObject *key, PyObject *seq) {
+    Py_INCREF(seq);
+    int rc = PyDict_DelItem(t->both, key) < 0 || PyDict_SetItem(t->held, key, seq) < 0 ||
+             PyDict_SetItem(t->twin_held, key, seq) < 0;
+    Py_DECREF(seq);
+    return rc ? -1 : 0;
+}
+
+/* PostingsTable.extend(key, the group's seqs, values): the fast path where the key is new,
+ * a bare seq (shared or not) or an array Postings below the group's seqs, else the reference. */
+static int post_group(const Kinds *k, const TableDicts *t, const Grouping *g, Group *group,
+                      int valued) {
+    const Posting *p = g->posts + group->start;
+    if (!group->regular) return post_by_reference(t, group, p, valued);
+    PyObject *held = PyDict_GetItemWithError(t->held, group->key); /* borrowed */
+    if (held == NULL && PyErr_Occurred()) return -1;
+    PyObject *shared = held != NULL ? NULL : PyDict_GetItemWithError(t->both, group->key);
+    if (held == NULL && shared == NULL) {
+        if (PyErr_Occurred()) return -1;
+        return group->n == 1 ? post_one(k, t, group, p) : post_new(k, t->held, group, p, -1);
+    }
+    PyObject *bare = held != NULL ? held : shared;
+    if (PyLong_CheckExact(bare)) {
+        int overflow = 0;
+        long long lead = PyLong_AsLongLongAndOverflow(bare, &overflow);
+        if (lead == -1 && PyErr_Occurred()) return -1;
+        if (overflow || lead < 0 || lead > INT32_MAX || lead >= p[0].seq ||
+            (shared != NULL && t->twin_held == NULL))
+            return post_by_reference(t, group, p, valued);
+        if (shared != NULL && unshare_key(t, group->key, bare) < 0) return -1;
+        return post_new(k, t->held, group, p, lead);
+    }
+    if (held != NULL && Py_IS_TYPE(held, (PyTypeObject *)k->postings)) {
+        Py_INCREF(held);
+        int done = post_more(k, held, group, p);
+        Py_DECREF(held);
+        if (done != 0) return done < 0 ? -1 : 0;
+    }
+    return post_by_reference(t, group, p, valued);
+}
+
+/* Whether a posting's value equals 1 (as _post_shared's comparison). -1 on error. */
+static int is_one(const Posting *p) {
+    if (p->value == NULL || p->byte >= 0) return p->byte == 1;
+    PyObject *one = PyLong_FromLong(1);
+    int same = one == NULL ? -1 : PyObject_RichCompareBool(p->value, one, Py_EQ);
+    Py_XDECREF(one);
+    return same;
+}
+
+/* NamespaceIndex._post_shared: a batch's new key one memory has as a cue (one posting) and
+ * as a term used once goes straight into the shared dict; both its groups are then done. */
+static int post_shared(const TableDicts *cue, const TableDicts *term, Grouping *cues,
+                       Grouping *terms) {
+    for (Py_ssize_t i = 0; i < cues->count && terms->count; i++) {
+        Group *g = &cues->groups[i];
+        if (g->n != 1) continue;
+        Py_ssize_t ti = grouping_find(terms, g->key, g->hash, NULL);
+        if (ti == -2) return -1;
+        if (ti < 0 || terms->groups[ti].n != 1) continue;
+        const Posting *mine = &cues->posts[g->start], *theirs = &terms->posts[terms->groups[ti].start];
+        int one = mine->seq == theirs->seq ? is_one(theirs) : 0;
+        if (one <= 0) {
+            if (one < 0) return -1;
+            continue;
+        }
+        int held = PyDict_Contains(cue->held, g->key);
+        if (!held) held = PyDict_Contains(cue->both, g->key);
+        if (!held) held = PyDict_Contains(term->held, g->key);
+        if (held) {
+            if (held < 0) return -1;
+            continue;
+        }
+        if (PyDict_SetItem(cue->both, g->key, mine->seq_obj) < 0) return -1;
+        g->removed = terms->groups[ti].removed = 1;
+    }
+    return 0;
+}
+
+/* share_equal_seqs's table: a mark (typecode, length, first, middle, last seq) -> the
+ * first Postings seen with it. */
+typedef struct {
+    int64_t mark[5];
+    PyObject *postings; /* borrowed (the tables hold it); NULL: an empty slot */
+} MarkSlot;
+
+typedef struct {
+    MarkSlot *slots;
+    Py_ssize_t mask;
+} Marks;
+
+/* The mark of a seqs buffer ("i" or "q"); 0 for an empty or other buffer. */
+static int mark_of(const Py_buffer *view, int64_t *mark) {
+    Py_ssize_t n = view->itemsize ? view->len / view->itemsize : 0;
+    if (n == 0 || view->format == NULL || view->format[1] != '\0') return 0;
+    char format = view->format[0];
+    if (!((format == 'i' && view->itemsize == 4) || (format == 'q' && view->itemsize == 8)))
+        return 0;
+    Py_ssize_t at[3] = {0, n / 2, n - 1};
+    mark[0] = format;
+    mark[1] = n;
+    for (int j = 0; j < 3; j++)
+        mark[2 + j] = format == 'i' ? ((const int32_t *)view->buf)[at[j]]
+                                    : ((const int64_t *)view->buf)[at[j]];
+    return 1;
+}
+
+/* The slot of mark: the one holding it, or the empty one it would take. */
+static MarkSlot *mark_slot(Marks *m, const int64_t *mark) {
+    uint64_t h = 1469598103934665603ULL;
+    for (int j = 0; j < 5; j++) h = (h ^ (uint64_t)mark[j]) * 1099511628211ULL;
+    Py_ssize_t at = (Py_ssize_t)(h & (uint64_t)m->mask);
+    while (m->slots[at].postings != NULL && memcmp(m->slots[at].mark, mark, sizeof(int64_t) * 5))
+        at = (at + 1) & m->mask;
+    return &m->slots[at];
+}
+
+/* Postings.share_seqs(postings, other): postings reads other's seqs array when they hold the
+ * same seqs (same typecode, length and items). -1 on error. */
+static int share_seqs(PyObject *postings, PyObject *other) {
+    PyObject *mine = PyObject_GetAttr(postings, SEQS_NAME);
+    PyObject *theirs = mine == NULL ? NULL : PyObject_GetAttr(other, SEQS_NAME);
+    Py_buffer a, b;
+    int rc = -1, same = 0;
+    if (theirs == NULL) goto done;
+    if (mine == theirs) {
+        rc = 0;
+        goto done;
+    }
+    if (PyObject_GetBuffer(mine, &a, PyBUF_FORMAT) < 0) goto done;
+    if (PyObject_GetBuffer(theirs, &b, PyBUF_FORMAT) < 0) {
+        PyBuffer_Release(&a);
+        goto done;
+    }
+    same = a.len == b.len && a.itemsize == b.itemsize && a.format && b.format &&
+           strcmp(a.format, b.format) == 0 && memcmp(a.buf, b.buf, (size_t)a.len) == 0;
+    PyBuffer_Release(&a);
+    PyBuffer_Release(&b);
+    if (same && (PyObject_SetAttr(postings, SEQS_NAME, theirs) < 0 ||
+                 PyObject_SetAttr(postings, SHARED_NAME, Py_True) < 0 ||
+                 PyObject_SetAttr(other, SHARED_NAME, Py_True) < 0))
+        goto done;
+    rc = 0;
+done:
+    Py_XDECREF(mine);
+    Py_XDECREF(theirs);
+    return rc;
+}
+
+/* share_equal_seqs over what the table holds for each key of the grouping (not removed). */
+static int share_group_seqs(const Kinds *k, Marks *m, const TableDicts *t, const Grouping *g) {
+    for (Py_ssize_t i = 0; i < g->count; i++) {
+        if (g->groups[i].removed) continue;
+        PyObject *held = PyDict_GetItemWithError(t->held, g->groups[i].key); /* borrowed */
+        if (held == NULL) {
+            if (PyErr_Occurred()) return -1;
+            continue; /* a bare seq (shared) */
+        }
+        if (!Py_IS_TYPE(held, (PyTypeObject *)k->postings)) continue;
+        PyObject *seqs = PyObject_GetAttr(held, SEQS_NAME);
+        if (seqs == NULL) return -1;
+        int64_t mark[5];
+        Py_buffer view;
+        int marked = 0;
+        if (PyObject_CheckBuffer(seqs)) {
+            if (PyObject_GetBuffer(seqs, &view, PyBUF_FORMAT) < 0) {
+                Py_DECREF(seqs);
+                return -1;
+            }
+            marked = mark_of(&view, mark);
+            PyBuffer_Release(&view);
+        }
+        Py_DECREF(seqs);
+        if (!marked) continue;
+        MarkSlot *slot = mark_slot(m, mark);
+        if (slot->postings == NULL) {
+            memcpy(slot->mark, mark, sizeof(mark));
+            slot->postings = held;
+        } else if (slot->postings != held && share_seqs(held, slot->postings) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The keys of the grouping that the table does not hold (before the flush): a list. */
+static PyObject *new_keys(const TableDicts *t, const Grouping *g) {
+    PyObject *keys = PyList_New(0);
+    for (Py_ssize_t i = 0; keys != NULL && i < g->count; i++) {
+        PyObject *key = g->groups[i].key;
+        int held = PyDict_Contains(t->held, key);
+        if (!held) held = PyDict_Contains(t->both, key);
+        if (held < 0 || (!held && PyList_Append(keys, key) < 0)) Py_CLEAR(keys);
+    }
+    return keys;
+}
+
+/* A table's dicts from (held, both, twin_held or None, extend). -1 on error. */
+static int table_arg(PyObject *item, TableDicts *t) {
+    PyObject *twin;
+    if (!PyArg_ParseTuple(item, "O!O!OO:flush_postings table", &PyDict_Type, &t->held,
+                          &PyDict_Type, &t->both, &twin, &t->extend))
+        return -1;
+    if (twin != Py_None && !PyDict_Check(twin)) {
+        PyErr_SetString(PyExc_TypeError, "flush_postings: a twin's dict or None");
+        return -1;
+    }
+    t->twin_held = twin == Py_None ? NULL : twin;
+    return 0;
+}
+
+/* Post the kind's groupings (plain, then valued) in the order the reference does. */
+static int post_kind(const Kinds *k, const TableDicts *t, Grouping *plain, Grouping *valued) {
+    for (Py_ssize_t i = 0; i < plain->count; i++)
+        if (!plain->groups[i].removed && post_group(k, t, plain, &plain->groups[i], 0) < 0)
+            return -1;
+    for (Py_ssize_t i = 0; i < valued->count; i++)
+        if (!valued->groups[i].removed && post_group(k, t, valued, &valued->groups[i], 1) < 0)
+            return -1;
+    return 0;
+}
+
+/* After the postings: share_equal_seqs of every key posted, kind by kind. -1 on error. */
+static int share_all(const Kinds *k, const TableDicts *tables, Grouping *groupings) {
+    Py_ssize_t total = 0, size = 64;
+    for (int i = 0; i < 6; i++) total += groupings[i].count;
+    while (size < 2 * total) size *= 2;
+    Marks m = {PyMem_Calloc((size_t)size, sizeof(MarkSlot)), size - 1};
+    if (m.slots == NULL) return -1;
+    int rc = 0;
+    for (int i = 0; i < 6 && rc == 0; i++) rc = share_group_seqs(k, &m, &tables[i / 2], &groupings[i]);
+    PyMem_Free(m.slots);
+    return rc;
+}
+
+/* flush_postings(pending, tables, kinds): NamespaceIndex.flush's postings.
+ *   pending  per kind (cue, tag, term): (plain seqs, plain keys, valued seqs, valued keys,
+ *            valued values), _Pending's lists
+ *   tables   per kind: (its _held, its _both, its twin's _held or None, its extend)
+ *   kinds    (Postings, _OnePosting, array.array, array("i", [0]), array("B", [0]))
+ * Returns the new cue keys and the new tag keys (for the lexicons), as the reference finds
+ * them. */
+static PyObject *textc_flush_postings(PyObject *self, PyObject *args) {
+    PyObject *pending, *tables_arg, *result = NULL, *new_cues = NULL, *new_tags = NULL;
+    Kinds k;
+    TableDicts tables[3];
+    Grouping groupings[6];
+    memset(groupings, 0, sizeof(groupings));
+    if (!PyArg_ParseTuple(args, "O!O!(OOOOO):flush_postings", &PyTuple_Type, &pending,
+                          &PyTuple_Type, &tables_arg, &k.postings, &k.one, &k.array_type,
+                          &k.seqs_template, &k.bytes_template))
+        return NULL;
+    if (PyTuple_GET_SIZE(pending) != 3 || PyTuple_GET_SIZE(tables_arg) != 3 ||
+        !PyType_Check(k.postings) || !PyType_Check(k.one) || !PyType_Check(k.array_type)) {
+        PyErr_SetString(PyExc_TypeError, "flush_postings: three kinds, and classes");
+        return NULL;
+    }
+    for (int i = 0; i < 3; i++) {
+        PyObject *kind = PyTuple_GET_ITEM(pending, i), *plain_seqs, *plain_keys, *seqs, *keys,
+                 *values;
+        if (table_arg(PyTuple_GET_ITEM(tables_arg, i), &tables[i]) < 0 ||
+            !PyArg_ParseTuple(kind, "OOOOO:flush_postings pending", &plain_seqs, &plain_keys,
+                              &seqs, &keys, &values) ||
+            grouping_fill(&groupings[2 * i], plain_seqs, plain_keys, Py_None) < 0 ||
+            grouping_fill(&groupings[2 * i + 1], seqs, keys, values) < 0)
+            goto done;
+    }
+    if ((new_cues = new_keys(&tables[0], &groupings[0])) == NULL ||
+        (new_tags = new_keys(&tables[1], &groupings[2])) == NULL ||
+        post_shared(&tables[0], &tables[2], &groupings[0], &groupings[5]) < 0)
+        goto done;
+    for (int i = 0; i < 3; i++)
+        if (post_kind(&k, &tables[i], &groupings[2 * i], &groupings[2 * i + 1]) < 0) goto done;
+    if (share_all(&k, tables, groupings) == 0) result = PyTuple_Pack(2, new_cues, new_tags);
+done:
+    for (int i = 0; i < 6; i++) grouping_free(&groupings[i]);
+    Py_XDECREF(new_cues);
+    Py_XDECREF(new_tags);
+    return result;
+}
+
+/* ---------------------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
     {"porter", textc_porter, METH_O, "text._porter of a word."},
@@ -1660,6 +2368,7 @@ static PyMethodDef methods[] = {
     {"derive_keys", textc_derive_keys, METH_VARARGS, "text.derive_cues_and_keys (ASCII)."},
     {"derive_plain", textc_derive_plain, METH_VARARGS, "derive_keys of plain ASCII content."},
     {"pack_cues", textc_pack_cues, METH_VARARGS, "recordtable._packed_cues."},
+    {"flush_postings", textc_flush_postings, METH_VARARGS, "index.NamespaceIndex.flush's postings."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1673,8 +2382,12 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__textc(void) {
     if (PyType_Ready(&StemMemoType) < 0) return NULL;
+    if ((SEQS_NAME = PyUnicode_InternFromString("_seqs")) == NULL ||
+        (VALUES_NAME = PyUnicode_InternFromString("_values")) == NULL ||
+        (SHARED_NAME = PyUnicode_InternFromString("_shared")) == NULL)
+        return NULL;
     PyObject *m = PyModule_Create(&module);
-    if (m != NULL && (PyModule_AddIntConstant(m, "ABI_VERSION", 5) < 0 ||
+    if (m != NULL && (PyModule_AddIntConstant(m, "ABI_VERSION", 6) < 0 ||
                       PyModule_AddObjectRef(m, "StemMemo", (PyObject *)&StemMemoType) < 0))
         Py_CLEAR(m);
     return m;
