@@ -1651,18 +1651,21 @@ static PyObject *textc_pack_cues(PyObject *self, PyObject *args) {
 /* A batch's deferred postings: index.NamespaceIndex.flush                                   */
 /* ---------------------------------------------------------------------------------------- */
 
-/* One deferred posting: its seq (the object and its value) and its value (NULL: 1.0). */
+/* One deferred posting: its seq (the object and its value) and its value. Borrowed: the
+ * pending lists hold them for the whole call, and nothing else can reach those lists. */
 typedef struct {
-    PyObject *seq_obj; /* new reference */
-    PyObject *value;   /* new reference, or NULL */
+    PyObject *seq_obj;
+    PyObject *value; /* NULL: none (1.0), or a byte of a bytes object (in byte) */
     int64_t seq;
     int byte; /* the value as an exact int 0..255 (1 without a value); -1 when it is not one */
 } Posting;
 
-/* The postings of one key, in the order posted. */
+/* The postings of one key. In a Grouping's hash table (key NULL: an empty slot) while the
+ * batch is read, then copied to its place in first-posted order. */
 typedef struct {
-    PyObject *key; /* new reference: the key object as first posted */
+    PyObject *key; /* borrowed: the key object as first posted */
     Py_hash_t hash;
+    Py_ssize_t index;    /* first-posted order */
     Py_ssize_t start, n; /* posts[start .. start + n) once placed */
     int64_t last;
     int regular; /* seqs ascending in 0..INT32_MAX and byte values: the fast path applies */
@@ -1671,16 +1674,15 @@ typedef struct {
 
 /* One pending kind's postings grouped by key (_Pending.by_key), keys in first-posted order. */
 typedef struct {
-    Group *groups;
-    Py_ssize_t count, cap;
-    Py_ssize_t *slots; /* open addressing: a group's index + 1, 0 when empty */
-    Py_ssize_t mask;
+    Group *table; /* open addressing on the key's hash, at most half full */
+    Py_ssize_t mask, count;
+    Group *groups; /* the table's groups in first-posted order */
     Posting *posts;
-    Py_ssize_t npost, postcap;
-    Py_ssize_t *owner; /* the group of each posting, in input order, until placed */
+    Py_ssize_t npost;
+    int32_t *owner; /* each posting's group index, in input order */
 } Grouping;
 
-/* What flush_postings works with: the classes, the attribute names, array templates. */
+/* What flush_postings works with: the classes and array templates. */
 typedef struct {
     PyObject *postings, *one, *array_type, *seqs_template, *bytes_template;
 } Kinds;
@@ -1694,182 +1696,188 @@ typedef struct {
 static PyObject *SEQS_NAME, *VALUES_NAME, *SHARED_NAME;
 
 static void grouping_free(Grouping *g) {
-    for (Py_ssize_t i = 0; i < g->count; i++) Py_DECREF(g->groups[i].key);
-    for (Py_ssize_t i = 0; i < g->npost; i++) {
-        Py_DECREF(g->posts[i].seq_obj);
-        Py_XDECREF(g->posts[i].value);
-    }
+    PyMem_Free(g->table);
     PyMem_Free(g->groups);
-    PyMem_Free(g->slots);
     PyMem_Free(g->posts);
     PyMem_Free(g->owner);
 }
 
-/* The group of key (hash h), or -1; -2 with an exception set. */
-static Py_ssize_t grouping_find(const Grouping *g, PyObject *key, Py_hash_t h, Py_ssize_t *slot) {
-    if (g->slots == NULL) return -1;
-    Py_ssize_t at = (Py_ssize_t)((size_t)h & (size_t)g->mask);
-    while (g->slots[at]) {
-        Group *group = &g->groups[g->slots[at] - 1];
-        if (group->key == key) return g->slots[at] - 1;
-        if (group->hash == h) {
-            int same = PyObject_RichCompareBool(group->key, key, Py_EQ);
-            if (same < 0) return -2;
-            if (same) return g->slots[at] - 1;
-        }
-        at = (at + 1) & g->mask;
+/* A str's hash without a call when it is cached (it is for every key seen before). */
+static Py_hash_t key_hash(PyObject *key) {
+    if (PyUnicode_CheckExact(key)) {
+        Py_hash_t h = ((PyASCIIObject *)key)->hash;
+        if (h != -1) return h;
     }
-    if (slot != NULL) *slot = at;
-    return -1;
+    return PyObject_Hash(key);
 }
 
-/* Room for twice the groups in the open-addressing slots. -1 on error. */
-static int grouping_rehash(Grouping *g) {
-    Py_ssize_t size = 64;
-    while (size < 4 * (g->count + 1)) size *= 2;
-    Py_ssize_t *slots = PyMem_Calloc((size_t)size, sizeof(Py_ssize_t));
-    if (slots == NULL) return -1;
-    for (Py_ssize_t i = 0; i < g->count; i++) {
-        Py_ssize_t at = (Py_ssize_t)((size_t)g->groups[i].hash & (size_t)(size - 1));
-        while (slots[at]) at = (at + 1) & (size - 1);
-        slots[at] = i + 1;
+/* The table slot of key (hash h): the group holding it, or the empty slot it would take.
+ * NULL with an exception set. */
+static Group *grouping_slot(Group *table, Py_ssize_t mask, PyObject *key, Py_hash_t h) {
+    Py_ssize_t at = (Py_ssize_t)((size_t)h & (size_t)mask);
+    for (;; at = (at + 1) & mask) {
+        Group *slot = &table[at];
+        if (slot->key == key || slot->key == NULL) return slot;
+        if (slot->hash == h) {
+            int same = PyObject_RichCompareBool(slot->key, key, Py_EQ);
+            if (same) return same < 0 ? NULL : slot;
+        }
     }
-    PyMem_Free(g->slots);
-    g->slots = slots;
+}
+
+/* The group index of key, or -1 when it has none; -2 with an exception set. */
+static Py_ssize_t grouping_find(const Grouping *g, PyObject *key, Py_hash_t h) {
+    if (g->table == NULL) return -1;
+    Group *slot = grouping_slot(g->table, g->mask, key, h);
+    return slot == NULL ? -2 : slot->key == NULL ? -1 : slot->index;
+}
+
+/* Twice the slots (at least 64), the groups in them again. -1 on error. */
+static int grouping_grow(Grouping *g) {
+    Py_ssize_t size = g->table == NULL ? 64 : 2 * (g->mask + 1);
+    Group *table = PyMem_Calloc((size_t)size, sizeof(Group));
+    if (table == NULL) return -1;
+    for (Py_ssize_t i = 0; g->table != NULL && i <= g->mask; i++) {
+        Group *old = &g->table[i];
+        if (old->key == NULL) continue;
+        Py_ssize_t at = (Py_ssize_t)((size_t)old->hash & (size_t)(size - 1));
+        while (table[at].key != NULL) at = (at + 1) & (size - 1);
+        table[at] = *old;
+    }
+    PyMem_Free(g->table);
+    g->table = table;
     g->mask = size - 1;
     return 0;
 }
 
-/* The group of key, made if new. -1 on error. */
-static Py_ssize_t group_of(Grouping *g, PyObject *key) {
-    Py_hash_t h = PyObject_Hash(key);
+/* Count a posting of seq (with its byte) under key; its group index, or -1 on error. */
+static Py_ssize_t grouping_count(Grouping *g, PyObject *key, int64_t seq, int byte) {
+    Py_hash_t h = key_hash(key);
     if (h == -1) return -1;
-    Py_ssize_t slot = 0, found = grouping_find(g, key, h, &slot);
-    if (found != -1) return found == -2 ? -1 : found;
-    if (g->count == g->cap) {
-        Py_ssize_t cap = g->cap ? 2 * g->cap : 256;
-        Group *groups = PyMem_Realloc(g->groups, sizeof(Group) * (size_t)cap);
-        if (groups == NULL) return -1;
-        g->groups = groups;
-        g->cap = cap;
+    if (g->table == NULL || 2 * (g->count + 1) > g->mask + 1) {
+        if (g->count >= INT32_MAX || grouping_grow(g) < 0) return -1;
     }
-    if (2 * (g->count + 1) > g->mask) { /* at most half full */
-        if (grouping_rehash(g) < 0) return -1;
-        grouping_find(g, key, h, &slot); /* the free slot in the new table: cannot fail */
-    }
-    Group *group = &g->groups[g->count];
-    group->key = Py_NewRef(key);
-    group->hash = h;
-    group->start = group->n = 0;
-    group->last = 0;
-    group->regular = 1;
-    group->removed = 0;
-    g->slots[slot] = ++g->count;
-    return g->count - 1;
-}
-
-/* Append a posting of seq_obj (value: a new reference or NULL) to group gi. -1 on error. */
-static int grouping_post(Grouping *g, Py_ssize_t gi, PyObject *seq_obj, int64_t seq,
-                         PyObject *value, int byte) {
-    if (g->npost == g->postcap) {
-        Py_ssize_t cap = g->postcap ? 2 * g->postcap : 1024;
-        Posting *posts = PyMem_Realloc(g->posts, sizeof(Posting) * (size_t)cap);
-        if (posts == NULL) return -1;
-        g->posts = posts;
-        Py_ssize_t *owner = PyMem_Realloc(g->owner, sizeof(Py_ssize_t) * (size_t)cap);
-        if (owner == NULL) return -1;
-        g->owner = owner;
-        g->postcap = cap;
-    }
-    Group *group = &g->groups[gi];
-    if ((group->n > 0 && seq <= group->last) || seq < 0 || seq > INT32_MAX || byte < 0)
+    Group *group = grouping_slot(g->table, g->mask, key, h);
+    if (group == NULL) return -1;
+    if (group->key == NULL) {
+        *group = (Group){key, h, g->count++, 0, 0, seq, 1, 0};
+    } else if (seq <= group->last) {
         group->regular = 0;
+    }
+    if (seq < 0 || seq > INT32_MAX || byte < 0) group->regular = 0;
     group->last = seq;
     group->n++;
-    g->posts[g->npost] = (Posting){Py_NewRef(seq_obj), value, seq, byte};
-    g->owner[g->npost++] = gi;
-    return 0;
+    return group->index;
 }
 
-/* The value of a posting from values (bytes, or a sequence) at i: a new reference, and its
- * byte (see Posting). NULL on error. */
+/* The value at i of values (bytes, or a fast sequence), as a posting keeps it: its byte and
+ * the object itself (NULL for a byte of bytes: made when needed). */
 static PyObject *value_at(PyObject *values, Py_ssize_t i, int *byte) {
     if (PyBytes_CheckExact(values)) {
         *byte = (unsigned char)PyBytes_AS_STRING(values)[i];
-        return PyLong_FromLong(*byte);
+        return NULL;
     }
-    PyObject *value = Py_NewRef(PySequence_Fast_GET_ITEM(values, i));
-    *byte = -1;
-    if (PyLong_CheckExact(value)) {
-        int overflow = 0;
-        long v = PyLong_AsLongAndOverflow(value, &overflow);
-        if (!overflow && v >= 0 && v <= 255) *byte = (int)v;
-    }
+    PyObject *value = PySequence_Fast_GET_ITEM(values, i);
+    int overflow = 0;
+    long v = PyLong_CheckExact(value) ? PyLong_AsLongAndOverflow(value, &overflow) : -1;
+    *byte = !overflow && v >= 0 && v <= 255 ? (int)v : -1;
     return value;
 }
 
-/* The postings of one memory: seq_obj under each of keys, with values (NULL: none). */
-static int group_memory(Grouping *g, PyObject *seq_obj, PyObject *keys, PyObject *values) {
-    int64_t seq = PyLong_AsLongLong(seq_obj);
-    if (seq == -1 && PyErr_Occurred()) return -1;
-    PyObject *fast = PySequence_Fast(keys, "flush_postings: keys must be a sequence");
-    PyObject *vals = NULL;
-    int rc = -1;
-    if (fast == NULL) return -1;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
-    if (values != NULL) {
-        vals = PyBytes_CheckExact(values)
-                   ? Py_NewRef(values)
-                   : PySequence_Fast(values, "flush_postings: values must be a sequence");
-        if (vals == NULL) goto done;
-        Py_ssize_t m = PyBytes_CheckExact(vals) ? PyBytes_GET_SIZE(vals) : PySequence_Fast_GET_SIZE(vals);
-        if (m != n) {
-            PyErr_SetString(PyExc_ValueError, "flush_postings: keys and values differ in length");
-            goto done;
-        }
+/* The value object of a posting: a new reference. */
+static PyObject *value_object(const Posting *p) {
+    return p->value != NULL ? Py_NewRef(p->value) : PyLong_FromLong(p->byte);
+}
+
+/* One memory's keys, and values (NULL: none) as bytes or a fast sequence: new references,
+ * checked to be as long as each other. -1 on error. */
+static int memory_args(PyObject *keys, PyObject *values, PyObject **fast, PyObject **vals) {
+    *vals = NULL;
+    if ((*fast = PySequence_Fast(keys, "flush_postings: keys must be a sequence")) == NULL)
+        return -1;
+    if (values == NULL) return 0;
+    *vals = PyBytes_CheckExact(values)
+                ? Py_NewRef(values)
+                : PySequence_Fast(values, "flush_postings: values must be a sequence");
+    if (*vals != NULL) {
+        Py_ssize_t n = PyBytes_CheckExact(*vals) ? PyBytes_GET_SIZE(*vals)
+                                                 : PySequence_Fast_GET_SIZE(*vals);
+        if (n == PySequence_Fast_GET_SIZE(*fast)) return 0;
+        PyErr_SetString(PyExc_ValueError, "flush_postings: keys and values differ in length");
+        Py_CLEAR(*vals);
     }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        Py_ssize_t gi = group_of(g, PySequence_Fast_GET_ITEM(fast, i));
-        if (gi < 0) goto done;
+    Py_CLEAR(*fast);
+    return -1;
+}
+
+/* Read one memory's postings: count them under their keys (place 0), or put each where its
+ * group's next one goes (place 1: next holds those positions). -1 on error. */
+static int grouping_memory(Grouping *g, PyObject *seq_obj, PyObject *keys, PyObject *values,
+                           Py_ssize_t *at, Py_ssize_t *next) {
+    int64_t seq = PyLong_AsLongLong(seq_obj);
+    PyObject *fast, *vals;
+    if ((seq == -1 && PyErr_Occurred()) || memory_args(keys, values, &fast, &vals) < 0) return -1;
+    int rc = 0;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(fast) && rc == 0; i++, (*at)++) {
         int byte = 1;
         PyObject *value = vals == NULL ? NULL : value_at(vals, i, &byte);
-        if (vals != NULL && value == NULL) goto done;
-        if (grouping_post(g, gi, seq_obj, seq, value, byte) < 0) {
-            Py_XDECREF(value);
-            goto done;
+        if (next == NULL) {
+            Py_ssize_t gi = grouping_count(g, PySequence_Fast_GET_ITEM(fast, i), seq, byte);
+            if (gi < 0) rc = -1;
+            else g->owner[*at] = (int32_t)gi;
+        } else {
+            g->posts[next[g->owner[*at]]++] = (Posting){seq_obj, value, seq, byte};
         }
     }
-    rc = 0;
-done:
     Py_DECREF(fast);
     Py_XDECREF(vals);
     return rc;
 }
 
-/* Reorder the postings key by key (stable: each key's in the order posted). -1 on error. */
-static int grouping_place(Grouping *g) {
-    Posting *placed = PyMem_Malloc(sizeof(Posting) * (size_t)(g->npost ? g->npost : 1));
-    if (placed == NULL) return -1;
-    Py_ssize_t start = 0;
-    for (Py_ssize_t i = 0; i < g->count; i++) {
-        g->groups[i].start = start;
-        start += g->groups[i].n;
+/* Every memory's postings through grouping_memory (count, or place with next). */
+static int grouping_pass(Grouping *g, PyObject *seqs, PyObject *keys_of, PyObject *values_of,
+                         Py_ssize_t *next) {
+    Py_ssize_t at = 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(seqs); i++) {
+        PyObject *values = values_of == Py_None ? NULL : PyList_GET_ITEM(values_of, i);
+        if (grouping_memory(g, PyList_GET_ITEM(seqs, i), PyList_GET_ITEM(keys_of, i), values, &at,
+                            next) < 0)
+            return -1;
     }
-    Py_ssize_t *next = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(g->count ? g->count : 1));
-    if (next == NULL) {
-        PyMem_Free(placed);
-        return -1;
-    }
-    for (Py_ssize_t i = 0; i < g->count; i++) next[i] = g->groups[i].start;
-    for (Py_ssize_t p = 0; p < g->npost; p++) placed[next[g->owner[p]]++] = g->posts[p];
-    PyMem_Free(next);
-    PyMem_Free(g->posts);
-    g->posts = placed;
-    g->postcap = g->npost;
     return 0;
 }
 
-/* Group seqs[i]'s keys_of[i] (with values_of[i], if given: None for none). -1 on error. */
+/* How many postings the memories' keys make. -1 on error. */
+static Py_ssize_t postings_count(PyObject *keys_of) {
+    Py_ssize_t total = 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(keys_of); i++) {
+        Py_ssize_t n = PyObject_Length(PyList_GET_ITEM(keys_of, i));
+        if (n < 0) return -1;
+        total += n;
+    }
+    return total;
+}
+
+/* The groups in first-posted order, each given its place; next: a copy of the places. */
+static Py_ssize_t *grouping_order(Grouping *g) {
+    g->groups = PyMem_Malloc(sizeof(Group) * (size_t)(g->count ? g->count : 1));
+    Py_ssize_t *next = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(g->count ? g->count : 1));
+    if (g->groups == NULL || next == NULL) {
+        PyMem_Free(next);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; g->table != NULL && i <= g->mask; i++)
+        if (g->table[i].key != NULL) g->groups[g->table[i].index] = g->table[i];
+    Py_ssize_t start = 0;
+    for (Py_ssize_t i = 0; i < g->count; i++) {
+        next[i] = g->groups[i].start = start;
+        start += g->groups[i].n;
+    }
+    return next;
+}
+
+/* Group seqs[i]'s keys_of[i] (with values_of[i], if given: None for none), each key's
+ * postings in the order posted. -1 on error. */
 static int grouping_fill(Grouping *g, PyObject *seqs, PyObject *keys_of, PyObject *values_of) {
     if (!PyList_Check(seqs) || !PyList_Check(keys_of) ||
         (values_of != Py_None && !PyList_Check(values_of))) {
@@ -1881,12 +1889,23 @@ static int grouping_fill(Grouping *g, PyObject *seqs, PyObject *keys_of, PyObjec
         PyErr_SetString(PyExc_ValueError, "flush_postings: pending lists differ in length");
         return -1;
     }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *values = values_of == Py_None ? NULL : PyList_GET_ITEM(values_of, i);
-        if (group_memory(g, PyList_GET_ITEM(seqs, i), PyList_GET_ITEM(keys_of, i), values) < 0)
-            return -1;
+    if ((g->npost = postings_count(keys_of)) < 0) return -1;
+    size_t room = (size_t)(g->npost ? g->npost : 1);
+    g->owner = PyMem_Malloc(sizeof(int32_t) * room);
+    g->posts = PyMem_Malloc(sizeof(Posting) * room);
+    if (g->owner == NULL || g->posts == NULL) {
+        PyErr_NoMemory();
+        return -1;
     }
-    return grouping_place(g);
+    if (grouping_pass(g, seqs, keys_of, values_of, NULL) < 0) return -1;
+    Py_ssize_t *next = grouping_order(g);
+    if (next == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    int rc = grouping_pass(g, seqs, keys_of, values_of, next);
+    PyMem_Free(next);
+    return rc;
 }
 
 /* A new array like template (one item) of exactly size items, and its writable buffer. */
@@ -1994,8 +2013,10 @@ done:
  * holds the same bare seq), or a _OnePosting for a value not 1.0. -1 on error. */
 static int post_one(const Kinds *k, const TableDicts *t, Group *g, const Posting *p) {
     if (p->byte != 1) {
-        PyObject *obj = new_postings(k->one, p->seq_obj, p->value);
+        PyObject *value = value_object(p);
+        PyObject *obj = value == NULL ? NULL : new_postings(k->one, p->seq_obj, value);
         int rc = obj == NULL ? -1 : PyDict_SetItem(t->held, g->key, obj);
+        Py_XDECREF(value);
         Py_XDECREF(obj);
         return rc;
     }
@@ -2056,11 +2077,13 @@ static int post_by_reference(const TableDicts *t, Group *g, const Posting *p, in
     PyObject *seqs = PyList_New(g->n), *values = valued ? PyList_New(g->n) : Py_NewRef(Py_None);
     int rc = -1;
     if (seqs != NULL && values != NULL) {
-        for (Py_ssize_t i = 0; i < g->n; i++) {
+        for (Py_ssize_t i = 0; i < g->n && rc == -1; i++) {
             PyList_SET_ITEM(seqs, i, Py_NewRef(p[i].seq_obj));
-            if (valued) PyList_SET_ITEM(values, i, Py_NewRef(p[i].value));
+            PyObject *value = valued ? value_object(&p[i]) : NULL;
+            if (valued && value == NULL) rc = -2;
+            else if (valued) PyList_SET_ITEM(values, i, value);
         }
-        PyObject *done = PyObject_CallFunctionObjArgs(t->extend, g->key, seqs, values, NULL);
+        PyObject *done = rc == -2 ? NULL : PyObject_CallFunctionObjArgs(t->extend, g->key, seqs, values, NULL);
         rc = done == NULL ? -1 : 0;
         Py_XDECREF(done);
     }
@@ -2127,7 +2150,7 @@ static int post_shared(const TableDicts *cue, const TableDicts *term, Grouping *
     for (Py_ssize_t i = 0; i < cues->count && terms->count; i++) {
         Group *g = &cues->groups[i];
         if (g->n != 1) continue;
-        Py_ssize_t ti = grouping_find(terms, g->key, g->hash, NULL);
+        Py_ssize_t ti = grouping_find(terms, g->key, g->hash);
         if (ti == -2) return -1;
         if (ti < 0 || terms->groups[ti].n != 1) continue;
         const Posting *mine = &cues->posts[g->start], *theirs = &terms->posts[terms->groups[ti].start];
