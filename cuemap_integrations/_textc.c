@@ -1655,19 +1655,21 @@ static PyObject *textc_pack_cues(PyObject *self, PyObject *args) {
  * pending lists hold them for the whole call, and nothing else can reach those lists. */
 typedef struct {
     PyObject *seq_obj;
-    PyObject *value; /* NULL: none (1.0), or a byte of a bytes object (in byte) */
+    PyObject *value; /* NULL: none (1.0), a byte of a bytes object or a count (in byte) */
     int64_t seq;
-    int byte; /* the value as an exact int 0..255 (1 without a value); -1 when it is not one */
+    int byte; /* the value as an exact int 0..255 (1 without a value), a count; else -1 */
 } Posting;
 
 /* The postings of one key. In a Grouping's hash table (key NULL: an empty slot) while the
  * batch is read, then copied to its place in first-posted order. */
 typedef struct {
-    PyObject *key; /* borrowed: the key object as first posted */
+    PyObject *key; /* the key object as first posted (interned if counted): a new reference */
     Py_hash_t hash;
     Py_ssize_t index;    /* first-posted order */
     Py_ssize_t start, n; /* posts[start .. start + n) once placed */
     int64_t last;
+    Py_ssize_t memory; /* the memory of the last posting (counted keys add up in it) */
+    int count;         /* that posting's count, for a counted memory */
     int regular; /* seqs ascending in 0..INT32_MAX and byte values: the fast path applies */
     int removed; /* posted by post_shared: neither extended nor compared */
 } Group;
@@ -1679,7 +1681,7 @@ typedef struct {
     Group *groups; /* the table's groups in first-posted order */
     Posting *posts;
     Py_ssize_t npost;
-    int32_t *owner; /* each posting's group index, in input order */
+    int32_t *owner; /* each key's group index in input order; -1 - it: a repeat, counted */
 } Grouping;
 
 /* What flush_postings works with: the classes and array templates. */
@@ -1696,6 +1698,7 @@ typedef struct {
 static PyObject *SEQS_NAME, *VALUES_NAME, *SHARED_NAME;
 
 static void grouping_free(Grouping *g) {
+    for (Py_ssize_t i = 0; g->table != NULL && i <= g->mask; i++) Py_XDECREF(g->table[i].key);
     PyMem_Free(g->table);
     PyMem_Free(g->groups);
     PyMem_Free(g->posts);
@@ -1750,24 +1753,42 @@ static int grouping_grow(Grouping *g) {
     return 0;
 }
 
-/* Count a posting of seq (with its byte) under key; its group index, or -1 on error. */
-static Py_ssize_t grouping_count(Grouping *g, PyObject *key, int64_t seq, int byte) {
+/* key as a counted memory's keys are posted: interned (recordtable.interned), a new
+ * reference. */
+static PyObject *interned_key(PyObject *key) {
+    PyObject *text = PyUnicode_CheckExact(key) ? Py_NewRef(key) : PyObject_Str(key);
+    if (text != NULL && PyUnicode_CheckExact(text)) PyUnicode_InternInPlace(&text);
+    return text;
+}
+
+/* Count a posting of seq (with its byte) under key, made by memory (counted: its keys may
+ * repeat, each repeat counted in its first posting); the key's group index, -1 - it for a
+ * repeat, or INT32_MIN on error. */
+static int32_t grouping_count(Grouping *g, PyObject *key, int64_t seq, int byte,
+                              Py_ssize_t memory, int counted) {
     Py_hash_t h = key_hash(key);
-    if (h == -1) return -1;
+    if (h == -1) return INT32_MIN;
     if (g->table == NULL || 2 * (g->count + 1) > g->mask + 1) {
-        if (g->count >= INT32_MAX || grouping_grow(g) < 0) return -1;
+        if (g->count >= INT32_MAX || grouping_grow(g) < 0) return INT32_MIN;
     }
     Group *group = grouping_slot(g->table, g->mask, key, h);
-    if (group == NULL) return -1;
+    if (group == NULL) return INT32_MIN;
     if (group->key == NULL) {
-        *group = (Group){key, h, g->count++, 0, 0, seq, 1, 0};
+        PyObject *kept = counted ? interned_key(key) : Py_NewRef(key);
+        if (kept == NULL) return INT32_MIN;
+        *group = (Group){kept, h, g->count++, 0, 0, seq, memory, 0, 1, 0};
+    } else if (counted && group->memory == memory) { /* a repeat: counted in its posting */
+        if (++group->count > 255) group->regular = 0;
+        return -1 - (int32_t)group->index;
     } else if (seq <= group->last) {
         group->regular = 0;
     }
     if (seq < 0 || seq > INT32_MAX || byte < 0) group->regular = 0;
     group->last = seq;
+    group->memory = memory;
+    group->count = 1;
     group->n++;
-    return group->index;
+    return (int32_t)group->index;
 }
 
 /* The value at i of values (bytes, or a fast sequence), as a posting keeps it: its byte and
@@ -1810,21 +1831,28 @@ static int memory_args(PyObject *keys, PyObject *values, PyObject **fast, PyObje
     return -1;
 }
 
-/* Read one memory's postings: count them under their keys (place 0), or put each where its
- * group's next one goes (place 1: next holds those positions). -1 on error. */
-static int grouping_memory(Grouping *g, PyObject *seq_obj, PyObject *keys, PyObject *values,
-                           Py_ssize_t *at, Py_ssize_t *next) {
+/* Read memory's postings (values NULL: none; None: its keys counted): count them under
+ * their keys (next NULL), or put each where its group's next one goes (next holds those
+ * places). -1 on error. */
+static int grouping_memory(Grouping *g, Py_ssize_t memory, PyObject *seq_obj, PyObject *keys,
+                           PyObject *values, Py_ssize_t *at, Py_ssize_t *next) {
     int64_t seq = PyLong_AsLongLong(seq_obj);
+    int counted = values == Py_None;
     PyObject *fast, *vals;
-    if ((seq == -1 && PyErr_Occurred()) || memory_args(keys, values, &fast, &vals) < 0) return -1;
+    if ((seq == -1 && PyErr_Occurred()) ||
+        memory_args(keys, counted ? NULL : values, &fast, &vals) < 0)
+        return -1;
     int rc = 0;
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(fast) && rc == 0; i++, (*at)++) {
         int byte = 1;
         PyObject *value = vals == NULL ? NULL : value_at(vals, i, &byte);
         if (next == NULL) {
-            Py_ssize_t gi = grouping_count(g, PySequence_Fast_GET_ITEM(fast, i), seq, byte);
-            if (gi < 0) rc = -1;
-            else g->owner[*at] = (int32_t)gi;
+            int32_t gi = grouping_count(g, PySequence_Fast_GET_ITEM(fast, i), seq, byte, memory,
+                                        counted);
+            if (gi == INT32_MIN) rc = -1;
+            else g->owner[*at] = gi;
+        } else if (g->owner[*at] < 0) { /* a repeat: one more in the key's last posting */
+            g->posts[next[-1 - g->owner[*at]] - 1].byte++;
         } else {
             g->posts[next[g->owner[*at]]++] = (Posting){seq_obj, value, seq, byte};
         }
@@ -1840,8 +1868,8 @@ static int grouping_pass(Grouping *g, PyObject *seqs, PyObject *keys_of, PyObjec
     Py_ssize_t at = 0;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(seqs); i++) {
         PyObject *values = values_of == Py_None ? NULL : PyList_GET_ITEM(values_of, i);
-        if (grouping_memory(g, PyList_GET_ITEM(seqs, i), PyList_GET_ITEM(keys_of, i), values, &at,
-                            next) < 0)
+        if (grouping_memory(g, i, PyList_GET_ITEM(seqs, i), PyList_GET_ITEM(keys_of, i), values,
+                            &at, next) < 0)
             return -1;
     }
     return 0;
@@ -1876,8 +1904,9 @@ static Py_ssize_t *grouping_order(Grouping *g) {
     return next;
 }
 
-/* Group seqs[i]'s keys_of[i] (with values_of[i], if given: None for none), each key's
- * postings in the order posted. -1 on error. */
+/* Group seqs[i]'s keys_of[i] (with values_of[i] if values_of is a list: None there for
+ * keys counted, as index._counted counts them), each key's postings in the order posted.
+ * -1 on error. */
 static int grouping_fill(Grouping *g, PyObject *seqs, PyObject *keys_of, PyObject *values_of) {
     if (!PyList_Check(seqs) || !PyList_Check(keys_of) ||
         (values_of != Py_None && !PyList_Check(values_of))) {

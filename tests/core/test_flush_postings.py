@@ -5,12 +5,13 @@ make the same dict entries in the same order, the same representation of every k
 (bare seq, shared bare seq, one-posting form, arrays of the same typecodes and items, the same
 arrays shared), and return the same new keys. Hypothesis builds tables in varied states (keys
 held bare, shared, once with a value, as arrays with byte, float or no values, 8-byte seqs,
-arrays shared) and a batch of pending postings (values that are bytes, large, floats; seqs
-repeated or past 2**31 - 1), then flushes a copy with each.
+arrays shared) and a batch of pending postings (values that are bytes, large, floats, or keys to
+count; seqs repeated or past 2**31 - 1), then flushes a copy with each.
 """
 
 from __future__ import annotations
 
+import sys
 from array import array
 from itertools import product
 from typing import Any
@@ -27,7 +28,9 @@ pytestmark = pytest.mark.skipif(
     index_module._FLUSH_POSTINGS is None, reason="the text extension is not built"
 )
 
-KEY = st.sampled_from(["order", "cache", "db", "caroline", "超时", "x y", ""])
+KEYS = ["order", "cache", "db", "caroline", "超时", "x y", ""]
+KEY = st.sampled_from(KEYS)
+_CANONICAL = {key: sys.intern(key) for key in KEYS}  # counted keys are posted interned
 KIND = st.sampled_from(["cue", "tag", "term"])
 VALUE = st.one_of(st.integers(0, 3), st.integers(250, 300), st.sampled_from([1.0, 2.5, 0.1, True]))
 BIG = 2**31 + 5  # past array("i"): the tables widen to "q"
@@ -39,11 +42,15 @@ SAME = st.tuples(
     st.lists(st.tuples(KIND, KEY), min_size=2, max_size=3),
     st.lists(st.integers(0, 12), min_size=2, max_size=4, unique=True).map(sorted),
 )
-# one memory of the batch: its keys and values per kind
+# one memory of the batch: its keys and values per kind, or its terms to count (repeated,
+# and once in a while one of them 300 times: a count past a byte)
 MEMORY = st.tuples(
     st.lists(KEY, max_size=4),
     st.lists(KEY, max_size=2),
-    st.lists(st.tuples(KEY, VALUE), max_size=4),
+    st.one_of(
+        st.lists(st.tuples(KEY, VALUE), max_size=4),
+        st.tuples(st.lists(KEY, max_size=6), st.booleans()),
+    ),
 )
 
 
@@ -77,6 +84,11 @@ def _pending(batch: list[Any], start: int, gap: int, repeat: bool) -> _Pending:
         pending.add("cue", seq, tuple(cues), None)
         if tags:
             pending.add("tag", seq, tuple(tags), None)
+        if isinstance(terms, tuple):  # keys to count
+            keys, many = terms
+            fresh = ["".join(list(key)) for key in keys]  # equal strings, other objects
+            pending.count("term", seq, [*fresh, *(fresh[:1] * 300 * many)])
+            continue
         names = tuple(key for key, _ in terms)
         values: Any = tuple(value for _, value in terms)
         if all(type(v) is int and 0 <= v < 256 for v in values) and offset % 2:
@@ -104,6 +116,7 @@ def _state(tables: list[PostingsTable]) -> list[Any]:
     for table in tables:
         state.append([(key, _shape(held)) for key, held in table._held.items()])
         state.append(list(table._both.items()))
+        state.append([key is _CANONICAL.get(key, key) for key in (*table._held, *table._both)])
         state.append([
             arrays.setdefault(id(held._seqs), len(arrays))
             for held in table._held.values() if type(held) is Postings
