@@ -40,9 +40,9 @@ class _Pending:
     def __init__(self, cues_posted: bool = True) -> None:
         kinds = ("cue", "tag", "term")
         self.plain: dict[str, tuple[list[int], list[Sequence[str]]]] = {k: ([], []) for k in kinds}
-        self.valued: dict[str, tuple[list[int], list[Sequence[str]], list[Sequence[Any]]]] = {
-            k: ([], [], []) for k in kinds
-        }
+        self.valued: dict[
+            str, tuple[list[int], list[Sequence[str]], list[Sequence[Any] | None]]
+        ] = {k: ([], [], []) for k in kinds}
         # every cue waiting, kept only for an index with no cue posted yet (see
         # NamespaceIndex.held_cues): a batch into a new namespace (or a store being loaded);
         # later batches find their common cues posted, and skip the set's cost (ingest 0.96x)
@@ -79,14 +79,21 @@ class _Pending:
         _drain(map(list.append, map(seqs_of.__getitem__, chain.from_iterable(keys_of)),
                    _each_repeated(seqs, keys_of)))  # fmt: skip
         pairs_of: defaultdict[str, list[Any]] = defaultdict(list)
-        seqs, keys_of, values_of = self.valued[kind]
-        if None in values_of:  # keys to count (see count)
-            counted = [_counted(keys) if values is None else (keys, values)
-                       for keys, values in zip(keys_of, values_of, strict=True)]  # fmt: skip
-            keys_of, values_of = [keys for keys, _ in counted], [values for _, values in counted]
+        seqs, keys_of, maybe_values = self.valued[kind]
+        keys_of, values_of = _with_counts(keys_of, maybe_values)
         pairs = zip(_each_repeated(seqs, keys_of), chain.from_iterable(values_of), strict=True)
         _drain(map(list.extend, map(pairs_of.__getitem__, chain.from_iterable(keys_of)), pairs))
         return seqs_of, pairs_of
+
+
+def _with_counts(
+    keys_of: list[Sequence[str]], values_of: list[Sequence[Any] | None]
+) -> tuple[list[Sequence[str]], list[Sequence[Any]]]:
+    """Each memory's keys and values, the keys left to count (values None: see
+    :meth:`_Pending.count`) counted: their distinct keys and counts."""
+    pairs = [_counted(keys) if values is None else (keys, values)
+             for keys, values in zip(keys_of, values_of, strict=True)]  # fmt: skip
+    return [keys for keys, _ in pairs], [values for _, values in pairs]
 
 
 class _Either:
