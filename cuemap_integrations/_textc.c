@@ -26,6 +26,8 @@
  *                                      deferred postings grouped by key and appended to the
  *                                      tables (any keys; index.py's _flush_reference is the
  *                                      reference, and what this leaves to the tables' extend)
+ *   id_slot(slots, ids, memory_id)     keytables._id_slot: SeqOf's probe
+ *   digest_slot(slots, digests, digest)   keytables._digest_slot: SeqsByDigest's probe
  *
  * Every index is checked against its buffer's length; buffers are sized from the input.
  */
@@ -2404,6 +2406,121 @@ done:
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* The store's open-addressing id and digest tables: keytables.py's probes                   */
+/* ---------------------------------------------------------------------------------------- */
+
+/* The seq in slot at of a table's slots (signed items of 1, 2, 4 or 8 bytes). */
+static int64_t slot_seq(const Py_buffer *slots, Py_ssize_t at) {
+    switch (slots->itemsize) {
+    case 1: return ((const int8_t *)slots->buf)[at];
+    case 2: return ((const int16_t *)slots->buf)[at];
+    case 4: return ((const int32_t *)slots->buf)[at];
+    default: return ((const int64_t *)slots->buf)[at];
+    }
+}
+
+/* The slots array's buffer: signed integers ("i" or "q" as the tables keep them), a power of
+ * two of them. -1 on error. */
+static int slots_view(PyObject *slots, Py_buffer *view) {
+    if (PyObject_GetBuffer(slots, view, PyBUF_FORMAT) < 0) return -1;
+    Py_ssize_t n = view->itemsize ? view->len / view->itemsize : 0;
+    const char *format = view->format == NULL ? "" : view->format;
+    Py_ssize_t size = format[0] == 'b' ? 1 : format[0] == 'h' ? 2 : format[0] == 'i' ? 4
+                      : format[0] == 'l' || format[0] == 'q' ? 8 : 0;
+    if (format[0] == 'l') size = (Py_ssize_t)sizeof(long);
+    if (format[1] != '\0' || size != view->itemsize || n == 0 || (n & (n - 1)) != 0) {
+        PyBuffer_Release(view);
+        PyErr_SetString(PyExc_TypeError, "keytables: slots must be a power-of-two integer array");
+        return -1;
+    }
+    return 0;
+}
+
+/* Probe from the slot of hash h to the slot whose seq matches (match 1) or an empty one:
+ * the slot's index, or -1 - (the empty slot's); PY_SSIZE_T_MIN with an exception set. */
+typedef int (*SeqMatch)(void *ctx, int64_t seq);
+
+static Py_ssize_t probe(const Py_buffer *slots, uint64_t h, SeqMatch match, void *ctx) {
+    Py_ssize_t mask = slots->len / slots->itemsize - 1, at = (Py_ssize_t)(h & (uint64_t)mask);
+    for (Py_ssize_t tried = 0; tried <= mask; tried++, at = (at + 1) & mask) {
+        int64_t seq = slot_seq(slots, at);
+        if (seq == -1) return -1 - at; /* keytables._EMPTY */
+        if (seq >= 0) {
+            int found = match(ctx, seq);
+            if (found) return found < 0 ? PY_SSIZE_T_MIN : at;
+        }
+    }
+    PyErr_SetString(PyExc_RuntimeError, "keytables: a table without an empty slot");
+    return PY_SSIZE_T_MIN;
+}
+
+typedef struct {
+    PyObject *ids, *memory_id;
+} IdProbe;
+
+/* Whether ids[seq] == memory_id (IndexError past the list, as the reference). */
+static int id_matches(void *ctx, int64_t seq) {
+    IdProbe *p = ctx;
+    if (seq >= PyList_GET_SIZE(p->ids)) {
+        PyErr_SetString(PyExc_IndexError, "list index out of range");
+        return -1;
+    }
+    PyObject *held = PyList_GET_ITEM(p->ids, (Py_ssize_t)seq);
+    return held == p->memory_id ? 1 : PyObject_RichCompareBool(held, p->memory_id, Py_EQ);
+}
+
+/* id_slot(slots, ids, memory_id): keytables._id_slot. */
+static PyObject *textc_id_slot(PyObject *self, PyObject *args) {
+    PyObject *slots;
+    IdProbe p;
+    Py_buffer view;
+    if (!PyArg_ParseTuple(args, "OO!O:id_slot", &slots, &PyList_Type, &p.ids, &p.memory_id))
+        return NULL;
+    Py_hash_t h = PyObject_Hash(p.memory_id);
+    if (h == -1 || slots_view(slots, &view) < 0) return NULL;
+    Py_ssize_t at = probe(&view, (uint64_t)h, id_matches, &p);
+    PyBuffer_Release(&view);
+    return at == PY_SSIZE_T_MIN ? NULL : PyLong_FromSsize_t(at);
+}
+
+typedef struct {
+    const unsigned char *digests, *digest;
+    Py_ssize_t size, length;
+} DigestProbe;
+
+/* Whether digests[16 * seq : 16 * seq + 16] == digest (a slice: short past the end). */
+static int digest_matches(void *ctx, int64_t seq) {
+    DigestProbe *p = ctx;
+    int64_t start = 16 * seq, rest = p->size - start;
+    Py_ssize_t held = rest <= 0 ? 0 : rest < 16 ? (Py_ssize_t)rest : 16;
+    return held == p->length && memcmp(p->digests + (held ? start : 0), p->digest, (size_t)held) == 0;
+}
+
+/* digest_slot(slots, digests, digest): keytables._digest_slot. */
+static PyObject *textc_digest_slot(PyObject *self, PyObject *args) {
+    PyObject *slots, *digests, *digest;
+    Py_buffer view, held, key;
+    if (!PyArg_ParseTuple(args, "OOO:digest_slot", &slots, &digests, &digest)) return NULL;
+    if (PyObject_GetBuffer(digest, &key, PyBUF_SIMPLE) < 0) return NULL;
+    if (PyObject_GetBuffer(digests, &held, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&key);
+        return NULL;
+    }
+    Py_ssize_t at = PY_SSIZE_T_MIN;
+    if (slots_view(slots, &view) == 0) {
+        uint64_t h = 0; /* int.from_bytes(digest[:8], "little") */
+        for (Py_ssize_t i = (key.len < 8 ? key.len : 8) - 1; i >= 0; i--)
+            h = (h << 8) | ((const unsigned char *)key.buf)[i];
+        DigestProbe p = {held.buf, key.buf, held.len, key.len};
+        at = probe(&view, h, digest_matches, &p);
+        PyBuffer_Release(&view);
+    }
+    PyBuffer_Release(&held);
+    PyBuffer_Release(&key);
+    return at == PY_SSIZE_T_MIN ? NULL : PyLong_FromSsize_t(at);
+}
+
+/* ---------------------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
     {"porter", textc_porter, METH_O, "text._porter of a word."},
@@ -2421,6 +2538,8 @@ static PyMethodDef methods[] = {
     {"derive_plain", textc_derive_plain, METH_VARARGS, "derive_keys of plain ASCII content."},
     {"pack_cues", textc_pack_cues, METH_VARARGS, "recordtable._packed_cues."},
     {"flush_postings", textc_flush_postings, METH_VARARGS, "index.NamespaceIndex.flush's postings."},
+    {"id_slot", textc_id_slot, METH_VARARGS, "keytables._id_slot."},
+    {"digest_slot", textc_digest_slot, METH_VARARGS, "keytables._digest_slot."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -2439,7 +2558,7 @@ PyMODINIT_FUNC PyInit__textc(void) {
         (SHARED_NAME = PyUnicode_InternFromString("_shared")) == NULL)
         return NULL;
     PyObject *m = PyModule_Create(&module);
-    if (m != NULL && (PyModule_AddIntConstant(m, "ABI_VERSION", 6) < 0 ||
+    if (m != NULL && (PyModule_AddIntConstant(m, "ABI_VERSION", 7) < 0 ||
                       PyModule_AddObjectRef(m, "StemMemo", (PyObject *)&StemMemoType) < 0))
         Py_CLEAR(m);
     return m;
