@@ -1771,7 +1771,11 @@ static int32_t grouping_count(Grouping *g, PyObject *key, int64_t seq, int byte,
     Py_hash_t h = key_hash(key);
     if (h == -1) return INT32_MIN;
     if (g->table == NULL || 2 * (g->count + 1) > g->mask + 1) {
-        if (g->count >= INT32_MAX || grouping_grow(g) < 0) return INT32_MIN;
+        if (g->count >= INT32_MAX) {
+            PyErr_SetString(PyExc_OverflowError, "flush_postings: more keys than an int32 counts");
+            return INT32_MIN;
+        }
+        if (grouping_grow(g) < 0) return INT32_MIN;
     }
     Group *group = grouping_slot(g->table, g->mask, key, h);
     if (group == NULL) return INT32_MIN;
@@ -2103,24 +2107,33 @@ done:
     return rc;
 }
 
+/* The group's seqs and values (None when it has none) as lists, for its extend. -1 on error
+ * (what was made is in *seqs and *values all the same). */
+static int reference_lists(const Group *g, const Posting *p, int valued, PyObject **seqs,
+                           PyObject **values) {
+    *seqs = PyList_New(g->n);
+    *values = valued ? PyList_New(g->n) : Py_NewRef(Py_None);
+    if (*seqs == NULL || *values == NULL) return -1;
+    for (Py_ssize_t i = 0; i < g->n; i++) {
+        PyList_SET_ITEM(*seqs, i, Py_NewRef(p[i].seq_obj));
+        if (!valued) continue;
+        PyObject *value = value_object(&p[i]);
+        if (value == NULL) return -1;
+        PyList_SET_ITEM(*values, i, value);
+    }
+    return 0;
+}
+
 /* The reference: PostingsTable.extend(key, seqs, values) with the group's postings. */
 static int post_by_reference(const TableDicts *t, Group *g, const Posting *p, int valued) {
-    PyObject *seqs = PyList_New(g->n), *values = valued ? PyList_New(g->n) : Py_NewRef(Py_None);
-    int rc = -1;
-    if (seqs != NULL && values != NULL) {
-        for (Py_ssize_t i = 0; i < g->n && rc == -1; i++) {
-            PyList_SET_ITEM(seqs, i, Py_NewRef(p[i].seq_obj));
-            PyObject *value = valued ? value_object(&p[i]) : NULL;
-            if (valued && value == NULL) rc = -2;
-            else if (valued) PyList_SET_ITEM(values, i, value);
-        }
-        PyObject *done = rc == -2 ? NULL : PyObject_CallFunctionObjArgs(t->extend, g->key, seqs, values, NULL);
-        rc = done == NULL ? -1 : 0;
-        Py_XDECREF(done);
-    }
+    PyObject *seqs, *values, *done = NULL;
+    if (reference_lists(g, p, valued, &seqs, &values) == 0)
+        done = PyObject_CallFunctionObjArgs(t->extend, g->key, seqs, values, NULL);
     Py_XDECREF(seqs);
     Py_XDECREF(values);
-    return rc;
+    if (done == NULL) return -1;
+    Py_DECREF(done);
+    return 0;
 }
 
 /* PostingsTable._unshare of key, shared as the bare seq: back to both tables' own dicts. */
