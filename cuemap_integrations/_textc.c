@@ -22,6 +22,12 @@
  *   derive_plain(content, limit, stop, calendar, units, web, stems)   the same, normalizing
  *                                      content itself, for content without a digit, "`" or "/"
  *   pack_cues(cues, held, codes, names, max_codes)   recordtable._packed_cues (any str)
+ *   flush_postings(pending, tables, kinds)   index.NamespaceIndex.flush's postings: a batch's
+ *                                      deferred postings grouped by key and appended to the
+ *                                      tables (any keys; index.py's _flush_reference is the
+ *                                      reference, and what this leaves to the tables' extend)
+ *   id_slot(slots, ids, memory_id)     keytables._id_slot: SeqOf's probe
+ *   digest_slot(slots, digests, digest)   keytables._digest_slot: SeqsByDigest's probe
  *
  * Every index is checked against its buffer's length; buffers are sized from the input.
  */
@@ -1644,6 +1650,890 @@ static PyObject *textc_pack_cues(PyObject *self, PyObject *args) {
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* A batch's deferred postings: index.NamespaceIndex.flush                                   */
+/* ---------------------------------------------------------------------------------------- */
+
+/* One deferred posting: its seq (the object and its value) and its value. Borrowed: the
+ * pending lists hold them for the whole call, and nothing else can reach those lists. */
+typedef struct {
+    PyObject *seq_obj;
+    PyObject *value; /* NULL: none (1.0), a byte of a bytes object or a count (in byte) */
+    int64_t seq;
+    int byte; /* the value as an exact int 0..255 (1 without a value), a count; else -1 */
+} Posting;
+
+/* The postings of one key. In a Grouping's hash table (key NULL: an empty slot) while the
+ * batch is read, then copied to its place in first-posted order. */
+typedef struct {
+    PyObject *key; /* the key object as first posted (interned if counted): a new reference */
+    Py_hash_t hash;
+    Py_ssize_t index;    /* first-posted order */
+    Py_ssize_t start, n; /* posts[start .. start + n) once placed */
+    int64_t last;
+    Py_ssize_t memory; /* the memory of the last posting (counted keys add up in it) */
+    int count;         /* that posting's count, for a counted memory */
+    int regular; /* seqs ascending in 0..INT32_MAX and byte values: the fast path applies */
+    int removed; /* posted by post_shared: neither extended nor compared */
+} Group;
+
+/* One pending kind's postings grouped by key (_Pending.by_key), keys in first-posted order. */
+typedef struct {
+    Group *table; /* open addressing on the key's hash, at most half full */
+    Py_ssize_t mask, count;
+    Group *groups; /* the table's groups in first-posted order */
+    Posting *posts;
+    Py_ssize_t npost;
+    int32_t *owner; /* each key's group index in input order; -1 - it: a repeat, counted */
+} Grouping;
+
+/* What flush_postings works with: the classes and array templates. */
+typedef struct {
+    PyObject *postings, *one, *array_type, *seqs_template, *bytes_template;
+} Kinds;
+
+/* A postings table's dicts: its own, the one shared with its twin, the twin's own (NULL
+ * without a twin), and its extend method (the reference, for what the fast path leaves). */
+typedef struct {
+    PyObject *held, *both, *twin_held, *extend;
+} TableDicts;
+
+static PyObject *SEQS_NAME, *VALUES_NAME, *SHARED_NAME;
+
+static void grouping_free(Grouping *g) {
+    for (Py_ssize_t i = 0; g->table != NULL && i <= g->mask; i++) Py_XDECREF(g->table[i].key);
+    PyMem_Free(g->table);
+    PyMem_Free(g->groups);
+    PyMem_Free(g->posts);
+    PyMem_Free(g->owner);
+}
+
+/* A str's hash without a call when it is cached (it is for every key seen before). */
+static Py_hash_t key_hash(PyObject *key) {
+    if (PyUnicode_CheckExact(key)) {
+        Py_hash_t h = ((PyASCIIObject *)key)->hash;
+        if (h != -1) return h;
+    }
+    return PyObject_Hash(key);
+}
+
+/* The table slot of key (hash h): the group holding it, or the empty slot it would take.
+ * NULL with an exception set. */
+static Group *grouping_slot(Group *table, Py_ssize_t mask, PyObject *key, Py_hash_t h) {
+    Py_ssize_t at = (Py_ssize_t)((size_t)h & (size_t)mask);
+    for (;; at = (at + 1) & mask) {
+        Group *slot = &table[at];
+        if (slot->key == key || slot->key == NULL) return slot;
+        if (slot->hash == h) {
+            int same = PyObject_RichCompareBool(slot->key, key, Py_EQ);
+            if (same) return same < 0 ? NULL : slot;
+        }
+    }
+}
+
+/* The group index of key, or -1 when it has none; -2 with an exception set. */
+static Py_ssize_t grouping_find(const Grouping *g, PyObject *key, Py_hash_t h) {
+    if (g->table == NULL) return -1;
+    Group *slot = grouping_slot(g->table, g->mask, key, h);
+    return slot == NULL ? -2 : slot->key == NULL ? -1 : slot->index;
+}
+
+/* Twice the slots (at least 64), the groups in them again. -1 on error. */
+static int grouping_grow(Grouping *g) {
+    Py_ssize_t size = g->table == NULL ? 64 : 2 * (g->mask + 1);
+    Group *table = PyMem_Calloc((size_t)size, sizeof(Group));
+    if (table == NULL) return -1;
+    for (Py_ssize_t i = 0; g->table != NULL && i <= g->mask; i++) {
+        Group *old = &g->table[i];
+        if (old->key == NULL) continue;
+        Py_ssize_t at = (Py_ssize_t)((size_t)old->hash & (size_t)(size - 1));
+        while (table[at].key != NULL) at = (at + 1) & (size - 1);
+        table[at] = *old;
+    }
+    PyMem_Free(g->table);
+    g->table = table;
+    g->mask = size - 1;
+    return 0;
+}
+
+/* key as a counted memory's keys are posted: interned (recordtable.interned), a new
+ * reference. */
+static PyObject *interned_key(PyObject *key) {
+    PyObject *text = PyUnicode_CheckExact(key) ? Py_NewRef(key) : PyObject_Str(key);
+    if (text != NULL && PyUnicode_CheckExact(text)) PyUnicode_InternInPlace(&text);
+    return text;
+}
+
+/* Count a posting of seq (with its byte) under key, made by memory (counted: its keys may
+ * repeat, each repeat counted in its first posting); the key's group index, -1 - it for a
+ * repeat, or INT32_MIN on error. */
+static int32_t grouping_count(Grouping *g, PyObject *key, int64_t seq, int byte,
+                              Py_ssize_t memory, int counted) {
+    Py_hash_t h = key_hash(key);
+    if (h == -1) return INT32_MIN;
+    if (g->table == NULL || 2 * (g->count + 1) > g->mask + 1) {
+        if (g->count >= INT32_MAX) {
+            PyErr_SetString(PyExc_OverflowError, "flush_postings: more keys than an int32 counts");
+            return INT32_MIN;
+        }
+        if (grouping_grow(g) < 0) return INT32_MIN;
+    }
+    Group *group = grouping_slot(g->table, g->mask, key, h);
+    if (group == NULL) return INT32_MIN;
+    if (group->key == NULL) {
+        PyObject *kept = counted ? interned_key(key) : Py_NewRef(key);
+        if (kept == NULL) return INT32_MIN;
+        *group = (Group){kept, h, g->count++, 0, 0, seq, memory, 0, 1, 0};
+    } else if (counted && group->memory == memory) { /* a repeat: counted in its posting */
+        if (++group->count > 255) group->regular = 0;
+        return -1 - (int32_t)group->index;
+    } else if (seq <= group->last) {
+        group->regular = 0;
+    }
+    if (seq < 0 || seq > INT32_MAX || byte < 0) group->regular = 0;
+    group->last = seq;
+    group->memory = memory;
+    group->count = 1;
+    group->n++;
+    return (int32_t)group->index;
+}
+
+/* The value at i of values (bytes, or a fast sequence), as a posting keeps it: its byte and
+ * the object itself (NULL for a byte of bytes: made when needed). */
+static PyObject *value_at(PyObject *values, Py_ssize_t i, int *byte) {
+    if (PyBytes_CheckExact(values)) {
+        *byte = (unsigned char)PyBytes_AS_STRING(values)[i];
+        return NULL;
+    }
+    PyObject *value = PySequence_Fast_GET_ITEM(values, i);
+    int overflow = 0;
+    long v = PyLong_CheckExact(value) ? PyLong_AsLongAndOverflow(value, &overflow) : -1;
+    *byte = !overflow && v >= 0 && v <= 255 ? (int)v : -1;
+    return value;
+}
+
+/* The value object of a posting: a new reference. */
+static PyObject *value_object(const Posting *p) {
+    return p->value != NULL ? Py_NewRef(p->value) : PyLong_FromLong(p->byte);
+}
+
+/* One memory's keys, and values (NULL: none) as bytes or a fast sequence: new references,
+ * checked to be as long as each other. -1 on error. */
+static int memory_args(PyObject *keys, PyObject *values, PyObject **fast, PyObject **vals) {
+    *vals = NULL;
+    if ((*fast = PySequence_Fast(keys, "flush_postings: keys must be a sequence")) == NULL)
+        return -1;
+    if (values == NULL) return 0;
+    *vals = PyBytes_CheckExact(values)
+                ? Py_NewRef(values)
+                : PySequence_Fast(values, "flush_postings: values must be a sequence");
+    if (*vals != NULL) {
+        Py_ssize_t n = PyBytes_CheckExact(*vals) ? PyBytes_GET_SIZE(*vals)
+                                                 : PySequence_Fast_GET_SIZE(*vals);
+        if (n == PySequence_Fast_GET_SIZE(*fast)) return 0;
+        PyErr_SetString(PyExc_ValueError, "flush_postings: keys and values differ in length");
+        Py_CLEAR(*vals);
+    }
+    Py_CLEAR(*fast);
+    return -1;
+}
+
+/* Read memory's postings (values NULL: none; None: its keys counted): count them under
+ * their keys (next NULL), or put each where its group's next one goes (next holds those
+ * places). -1 on error. */
+static int grouping_memory(Grouping *g, Py_ssize_t memory, PyObject *seq_obj, PyObject *keys,
+                           PyObject *values, Py_ssize_t *at, Py_ssize_t *next) {
+    int64_t seq = PyLong_AsLongLong(seq_obj);
+    int counted = values == Py_None;
+    PyObject *fast, *vals;
+    if ((seq == -1 && PyErr_Occurred()) ||
+        memory_args(keys, counted ? NULL : values, &fast, &vals) < 0)
+        return -1;
+    int rc = 0;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(fast) && rc == 0; i++, (*at)++) {
+        int byte = 1;
+        PyObject *value = vals == NULL ? NULL : value_at(vals, i, &byte);
+        if (next == NULL) {
+            int32_t gi = grouping_count(g, PySequence_Fast_GET_ITEM(fast, i), seq, byte, memory,
+                                        counted);
+            if (gi == INT32_MIN) rc = -1;
+            else g->owner[*at] = gi;
+        } else if (g->owner[*at] < 0) { /* a repeat: one more in the key's last posting */
+            g->posts[next[-1 - g->owner[*at]] - 1].byte++;
+        } else {
+            g->posts[next[g->owner[*at]]++] = (Posting){seq_obj, value, seq, byte};
+        }
+    }
+    Py_DECREF(fast);
+    Py_XDECREF(vals);
+    return rc;
+}
+
+/* Every memory's postings through grouping_memory (count, or place with next). */
+static int grouping_pass(Grouping *g, PyObject *seqs, PyObject *keys_of, PyObject *values_of,
+                         Py_ssize_t *next) {
+    Py_ssize_t at = 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(seqs); i++) {
+        PyObject *values = values_of == Py_None ? NULL : PyList_GET_ITEM(values_of, i);
+        if (grouping_memory(g, i, PyList_GET_ITEM(seqs, i), PyList_GET_ITEM(keys_of, i), values,
+                            &at, next) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* How many postings the memories' keys make. -1 on error. */
+static Py_ssize_t postings_count(PyObject *keys_of) {
+    Py_ssize_t total = 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(keys_of); i++) {
+        Py_ssize_t n = PyObject_Length(PyList_GET_ITEM(keys_of, i));
+        if (n < 0) return -1;
+        total += n;
+    }
+    return total;
+}
+
+/* The groups in first-posted order, each given its place; next: a copy of the places. */
+static Py_ssize_t *grouping_order(Grouping *g) {
+    g->groups = PyMem_Malloc(sizeof(Group) * (size_t)(g->count ? g->count : 1));
+    Py_ssize_t *next = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(g->count ? g->count : 1));
+    if (g->groups == NULL || next == NULL) {
+        PyMem_Free(next);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; g->table != NULL && i <= g->mask; i++)
+        if (g->table[i].key != NULL) g->groups[g->table[i].index] = g->table[i];
+    Py_ssize_t start = 0;
+    for (Py_ssize_t i = 0; i < g->count; i++) {
+        next[i] = g->groups[i].start = start;
+        start += g->groups[i].n;
+    }
+    return next;
+}
+
+/* Group seqs[i]'s keys_of[i] (with values_of[i] if values_of is a list: None there for
+ * keys counted, as index._counted counts them), each key's postings in the order posted.
+ * -1 on error. */
+static int grouping_fill(Grouping *g, PyObject *seqs, PyObject *keys_of, PyObject *values_of) {
+    if (!PyList_Check(seqs) || !PyList_Check(keys_of) ||
+        (values_of != Py_None && !PyList_Check(values_of))) {
+        PyErr_SetString(PyExc_TypeError, "flush_postings: pending postings must be lists");
+        return -1;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(seqs);
+    if (PyList_GET_SIZE(keys_of) != n || (values_of != Py_None && PyList_GET_SIZE(values_of) != n)) {
+        PyErr_SetString(PyExc_ValueError, "flush_postings: pending lists differ in length");
+        return -1;
+    }
+    if ((g->npost = postings_count(keys_of)) < 0) return -1;
+    size_t room = (size_t)(g->npost ? g->npost : 1);
+    g->owner = PyMem_Malloc(sizeof(int32_t) * room);
+    g->posts = PyMem_Malloc(sizeof(Posting) * room);
+    if (g->owner == NULL || g->posts == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (grouping_pass(g, seqs, keys_of, values_of, NULL) < 0) return -1;
+    Py_ssize_t *next = grouping_order(g);
+    if (next == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    int rc = grouping_pass(g, seqs, keys_of, values_of, next);
+    PyMem_Free(next);
+    return rc;
+}
+
+/* A new array like template (one item) of exactly size items, and its writable buffer. */
+static PyObject *sized_array(PyObject *template, Py_ssize_t size, Py_buffer *view) {
+    PyObject *array = PySequence_Repeat(template, size); /* exactly the size, as array + array */
+    if (array != NULL && PyObject_GetBuffer(array, view, PyBUF_WRITABLE) < 0) Py_CLEAR(array);
+    return array;
+}
+
+/* The items of array (of the typecode format, itemsize bytes each) as a read buffer; 0 when
+ * it is not such an array (no exception), -1 on error. */
+static int array_view(const Kinds *k, PyObject *array, char format, Py_ssize_t itemsize,
+                      Py_buffer *view) {
+    if (!Py_IS_TYPE(array, (PyTypeObject *)k->array_type)) return 0;
+    if (PyObject_GetBuffer(array, view, PyBUF_FORMAT) < 0) return -1;
+    if (view->itemsize != itemsize || view->format == NULL || view->format[0] != format ||
+        view->format[1] != '\0') {
+        PyBuffer_Release(view);
+        return 0;
+    }
+    return 1;
+}
+
+/* old's seqs (an "i" array, or NULL), then lead (if lead >= 0), then the group's seqs: a new
+ * exact-size "i" array. */
+static PyObject *seqs_array(const Kinds *k, PyObject *old, int64_t lead, const Posting *p,
+                            Py_ssize_t n) {
+    Py_buffer was = {0}, view;
+    Py_ssize_t head = 0;
+    if (old != NULL) {
+        if (array_view(k, old, 'i', 4, &was) <= 0) return NULL; /* checked by the caller */
+        head = was.len / 4;
+    }
+    PyObject *array = sized_array(k->seqs_template, head + (lead >= 0) + n, &view);
+    if (array != NULL) {
+        int32_t *out = view.buf;
+        if (head) memcpy(out, was.buf, (size_t)was.len);
+        if (lead >= 0) out[head++] = (int32_t)lead;
+        for (Py_ssize_t i = 0; i < n; i++) out[head + i] = (int32_t)p[i].seq;
+        PyBuffer_Release(&view);
+    }
+    if (old != NULL) PyBuffer_Release(&was);
+    return array;
+}
+
+/* old's values (a "B" array, or NULL), then ones 1s, then the group's bytes: a new "B" array. */
+static PyObject *bytes_array(const Kinds *k, PyObject *old, Py_ssize_t ones, const Posting *p,
+                             Py_ssize_t n) {
+    Py_buffer was = {0}, view;
+    Py_ssize_t head = 0;
+    if (old != NULL) {
+        if (array_view(k, old, 'B', 1, &was) <= 0) return NULL; /* checked by the caller */
+        head = was.len;
+    }
+    PyObject *array = sized_array(k->bytes_template, head + ones + n, &view);
+    if (array != NULL) {
+        unsigned char *out = view.buf;
+        if (head) memcpy(out, was.buf, (size_t)head);
+        memset(out + head, 1, (size_t)ones);
+        for (Py_ssize_t i = 0; i < n; i++) out[head + ones + i] = (unsigned char)p[i].byte;
+        PyBuffer_Release(&view);
+    }
+    if (old != NULL) PyBuffer_Release(&was);
+    return array;
+}
+
+/* Whether a posting's value is not 1.0 (the group is regular: its values are bytes). */
+static int any_not_one(const Posting *p, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (p[i].byte != 1) return 1;
+    return 0;
+}
+
+/* A new object of class cls (Postings or _OnePosting) with its three slots. NULL on error. */
+static PyObject *new_postings(PyObject *cls, PyObject *seqs, PyObject *values) {
+    static PyObject *no_args = NULL;
+    if (no_args == NULL && (no_args = PyTuple_New(0)) == NULL) return NULL;
+    PyObject *obj = ((PyTypeObject *)cls)->tp_new((PyTypeObject *)cls, no_args, NULL);
+    if (obj != NULL && (PyObject_SetAttr(obj, SEQS_NAME, seqs) < 0 ||
+                        PyObject_SetAttr(obj, VALUES_NAME, values) < 0 ||
+                        PyObject_SetAttr(obj, SHARED_NAME, Py_False) < 0))
+        Py_CLEAR(obj);
+    return obj;
+}
+
+/* The Postings holding lead (a bare seq's value, or -1 for none) and the group's postings;
+ * held[key] = it. -1 on error. */
+static int post_new(const Kinds *k, PyObject *held, Group *g, const Posting *p, int64_t lead) {
+    PyObject *seqs = seqs_array(k, NULL, lead, p, g->n);
+    PyObject *values = NULL, *obj = NULL;
+    int rc = -1;
+    if (seqs == NULL) return -1;
+    if (!any_not_one(p, g->n)) values = Py_NewRef(Py_None);
+    else if ((values = bytes_array(k, NULL, lead >= 0, p, g->n)) == NULL) goto done;
+    if ((obj = new_postings(k->postings, seqs, values)) != NULL)
+        rc = PyDict_SetItem(held, g->key, obj);
+done:
+    Py_DECREF(seqs);
+    Py_XDECREF(values);
+    Py_XDECREF(obj);
+    return rc;
+}
+
+/* PostingsTable.put of a new key's one posting: a bare seq (shared with the twin when it
+ * holds the same bare seq), or a _OnePosting for a value not 1.0. -1 on error. */
+static int post_one(const Kinds *k, const TableDicts *t, Group *g, const Posting *p) {
+    if (p->byte != 1) {
+        PyObject *value = value_object(p);
+        PyObject *obj = value == NULL ? NULL : new_postings(k->one, p->seq_obj, value);
+        int rc = obj == NULL ? -1 : PyDict_SetItem(t->held, g->key, obj);
+        Py_XDECREF(value);
+        Py_XDECREF(obj);
+        return rc;
+    }
+    if (PyDict_SetItem(t->held, g->key, p->seq_obj) < 0) return -1;
+    if (t->twin_held == NULL) return 0;
+    PyObject *other = PyDict_GetItemWithError(t->twin_held, g->key); /* borrowed */
+    if (other == NULL) return PyErr_Occurred() ? -1 : 0;
+    if (!PyLong_CheckExact(other)) return 0;
+    int same = PyObject_RichCompareBool(other, p->seq_obj, Py_EQ);
+    if (same <= 0) return same;
+    if (PyDict_DelItem(t->held, g->key) < 0 || PyDict_DelItem(t->twin_held, g->key) < 0) return -1;
+    return PyDict_SetItem(t->both, g->key, p->seq_obj);
+}
+
+/* Append the group's postings to the Postings held (an exact Postings of an "i" array below
+ * them, values None or a "B" array); 0 when held is not such a one (nothing changed). */
+static int post_more(const Kinds *k, PyObject *held, Group *g, const Posting *p) {
+    PyObject *seqs = PyObject_GetAttr(held, SEQS_NAME);
+    PyObject *values = seqs == NULL ? NULL : PyObject_GetAttr(held, VALUES_NAME);
+    PyObject *more_seqs = NULL, *more_values = NULL;
+    Py_buffer view;
+    int rc = -1, fits;
+    if (values == NULL) goto done;
+    if ((fits = array_view(k, seqs, 'i', 4, &view)) <= 0) {
+        rc = fits;
+        goto done;
+    }
+    fits = view.len > 0 && ((const int32_t *)view.buf)[view.len / 4 - 1] < p[0].seq;
+    PyBuffer_Release(&view);
+    if (fits && values != Py_None) {
+        if ((fits = array_view(k, values, 'B', 1, &view)) < 0) goto done;
+        if (fits) PyBuffer_Release(&view);
+    }
+    if (!fits) {
+        rc = 0;
+        goto done;
+    }
+    if ((more_seqs = seqs_array(k, seqs, -1, p, g->n)) == NULL) goto done;
+    if (values != Py_None) more_values = bytes_array(k, values, 0, p, g->n);
+    else if (any_not_one(p, g->n)) more_values = bytes_array(k, NULL, PyObject_Length(seqs), p, g->n);
+    else more_values = Py_NewRef(Py_None);
+    if (more_values == NULL) goto done;
+    if (PyObject_SetAttr(held, SEQS_NAME, more_seqs) < 0 ||
+        PyObject_SetAttr(held, SHARED_NAME, Py_False) < 0 ||
+        PyObject_SetAttr(held, VALUES_NAME, more_values) < 0)
+        goto done;
+    rc = 1;
+done:
+    Py_XDECREF(seqs);
+    Py_XDECREF(values);
+    Py_XDECREF(more_seqs);
+    Py_XDECREF(more_values);
+    return rc;
+}
+
+/* The group's seqs and values (None when it has none) as lists, for its extend. -1 on error
+ * (what was made is in *seqs and *values all the same). */
+static int reference_lists(const Group *g, const Posting *p, int valued, PyObject **seqs,
+                           PyObject **values) {
+    *seqs = PyList_New(g->n);
+    *values = valued ? PyList_New(g->n) : Py_NewRef(Py_None);
+    if (*seqs == NULL || *values == NULL) return -1;
+    for (Py_ssize_t i = 0; i < g->n; i++) {
+        PyList_SET_ITEM(*seqs, i, Py_NewRef(p[i].seq_obj));
+        if (!valued) continue;
+        PyObject *value = value_object(&p[i]);
+        if (value == NULL) return -1;
+        PyList_SET_ITEM(*values, i, value);
+    }
+    return 0;
+}
+
+/* The reference: PostingsTable.extend(key, seqs, values) with the group's postings. */
+static int post_by_reference(const TableDicts *t, Group *g, const Posting *p, int valued) {
+    PyObject *seqs, *values, *done = NULL;
+    if (reference_lists(g, p, valued, &seqs, &values) == 0)
+        done = PyObject_CallFunctionObjArgs(t->extend, g->key, seqs, values, NULL);
+    Py_XDECREF(seqs);
+    Py_XDECREF(values);
+    if (done == NULL) return -1;
+    Py_DECREF(done);
+    return 0;
+}
+
+/* PostingsTable._unshare of key, shared as the bare seq: back to both tables' own dicts. */
+static int unshare_key(const TableDicts *t, PyObject *key, PyObject *seq) {
+    Py_INCREF(seq);
+    int rc = PyDict_DelItem(t->both, key) < 0 || PyDict_SetItem(t->held, key, seq) < 0 ||
+             PyDict_SetItem(t->twin_held, key, seq) < 0;
+    Py_DECREF(seq);
+    return rc ? -1 : 0;
+}
+
+/* PostingsTable.extend(key, the group's seqs, values): the fast path where the key is new,
+ * a bare seq (shared or not) or an array Postings below the group's seqs, else the reference. */
+static int post_group(const Kinds *k, const TableDicts *t, const Grouping *g, Group *group,
+                      int valued) {
+    const Posting *p = g->posts + group->start;
+    if (!group->regular) return post_by_reference(t, group, p, valued);
+    PyObject *held = PyDict_GetItemWithError(t->held, group->key); /* borrowed */
+    if (held == NULL && PyErr_Occurred()) return -1;
+    PyObject *shared = held != NULL ? NULL : PyDict_GetItemWithError(t->both, group->key);
+    if (held == NULL && shared == NULL) {
+        if (PyErr_Occurred()) return -1;
+        return group->n == 1 ? post_one(k, t, group, p) : post_new(k, t->held, group, p, -1);
+    }
+    PyObject *bare = held != NULL ? held : shared;
+    if (PyLong_CheckExact(bare)) {
+        int overflow = 0;
+        long long lead = PyLong_AsLongLongAndOverflow(bare, &overflow);
+        if (lead == -1 && PyErr_Occurred()) return -1;
+        if (overflow || lead < 0 || lead > INT32_MAX || lead >= p[0].seq ||
+            (shared != NULL && t->twin_held == NULL))
+            return post_by_reference(t, group, p, valued);
+        if (shared != NULL && unshare_key(t, group->key, bare) < 0) return -1;
+        return post_new(k, t->held, group, p, lead);
+    }
+    if (held != NULL && Py_IS_TYPE(held, (PyTypeObject *)k->postings)) {
+        Py_INCREF(held);
+        int done = post_more(k, held, group, p);
+        Py_DECREF(held);
+        if (done != 0) return done < 0 ? -1 : 0;
+    }
+    return post_by_reference(t, group, p, valued);
+}
+
+/* Whether a posting's value equals 1 (as _post_shared's comparison). -1 on error. */
+static int is_one(const Posting *p) {
+    if (p->value == NULL || p->byte >= 0) return p->byte == 1;
+    PyObject *one = PyLong_FromLong(1);
+    int same = one == NULL ? -1 : PyObject_RichCompareBool(p->value, one, Py_EQ);
+    Py_XDECREF(one);
+    return same;
+}
+
+/* NamespaceIndex._post_shared: a batch's new key one memory has as a cue (one posting) and
+ * as a term used once goes straight into the shared dict; both its groups are then done. */
+static int post_shared(const TableDicts *cue, const TableDicts *term, Grouping *cues,
+                       Grouping *terms) {
+    for (Py_ssize_t i = 0; i < cues->count && terms->count; i++) {
+        Group *g = &cues->groups[i];
+        if (g->n != 1) continue;
+        Py_ssize_t ti = grouping_find(terms, g->key, g->hash);
+        if (ti == -2) return -1;
+        if (ti < 0 || terms->groups[ti].n != 1) continue;
+        const Posting *mine = &cues->posts[g->start], *theirs = &terms->posts[terms->groups[ti].start];
+        int one = mine->seq == theirs->seq ? is_one(theirs) : 0;
+        if (one <= 0) {
+            if (one < 0) return -1;
+            continue;
+        }
+        int held = PyDict_Contains(cue->held, g->key);
+        if (!held) held = PyDict_Contains(cue->both, g->key);
+        if (!held) held = PyDict_Contains(term->held, g->key);
+        if (held) {
+            if (held < 0) return -1;
+            continue;
+        }
+        if (PyDict_SetItem(cue->both, g->key, mine->seq_obj) < 0) return -1;
+        g->removed = terms->groups[ti].removed = 1;
+    }
+    return 0;
+}
+
+/* share_equal_seqs's table: a mark (typecode, length, first, middle, last seq) -> the
+ * first Postings seen with it. */
+typedef struct {
+    int64_t mark[5];
+    PyObject *postings; /* borrowed (the tables hold it); NULL: an empty slot */
+} MarkSlot;
+
+typedef struct {
+    MarkSlot *slots;
+    Py_ssize_t mask;
+} Marks;
+
+/* The mark of a seqs buffer ("i" or "q"); 0 for an empty or other buffer. */
+static int mark_of(const Py_buffer *view, int64_t *mark) {
+    Py_ssize_t n = view->itemsize ? view->len / view->itemsize : 0;
+    if (n == 0 || view->format == NULL || view->format[1] != '\0') return 0;
+    char format = view->format[0];
+    if (!((format == 'i' && view->itemsize == 4) || (format == 'q' && view->itemsize == 8)))
+        return 0;
+    Py_ssize_t at[3] = {0, n / 2, n - 1};
+    mark[0] = format;
+    mark[1] = n;
+    for (int j = 0; j < 3; j++)
+        mark[2 + j] = format == 'i' ? ((const int32_t *)view->buf)[at[j]]
+                                    : ((const int64_t *)view->buf)[at[j]];
+    return 1;
+}
+
+/* The slot of mark: the one holding it, or the empty one it would take. */
+static MarkSlot *mark_slot(Marks *m, const int64_t *mark) {
+    uint64_t h = 1469598103934665603ULL;
+    for (int j = 0; j < 5; j++) h = (h ^ (uint64_t)mark[j]) * 1099511628211ULL;
+    Py_ssize_t at = (Py_ssize_t)(h & (uint64_t)m->mask);
+    while (m->slots[at].postings != NULL && memcmp(m->slots[at].mark, mark, sizeof(int64_t) * 5))
+        at = (at + 1) & m->mask;
+    return &m->slots[at];
+}
+
+/* Postings.share_seqs(postings, other): postings reads other's seqs array when they hold the
+ * same seqs (same typecode, length and items). -1 on error. */
+static int share_seqs(PyObject *postings, PyObject *other) {
+    PyObject *mine = PyObject_GetAttr(postings, SEQS_NAME);
+    PyObject *theirs = mine == NULL ? NULL : PyObject_GetAttr(other, SEQS_NAME);
+    Py_buffer a, b;
+    int rc = -1, same = 0;
+    if (theirs == NULL) goto done;
+    if (mine == theirs) {
+        rc = 0;
+        goto done;
+    }
+    if (PyObject_GetBuffer(mine, &a, PyBUF_FORMAT) < 0) goto done;
+    if (PyObject_GetBuffer(theirs, &b, PyBUF_FORMAT) < 0) {
+        PyBuffer_Release(&a);
+        goto done;
+    }
+    same = a.len == b.len && a.itemsize == b.itemsize && a.format && b.format &&
+           strcmp(a.format, b.format) == 0 && memcmp(a.buf, b.buf, (size_t)a.len) == 0;
+    PyBuffer_Release(&a);
+    PyBuffer_Release(&b);
+    if (same && (PyObject_SetAttr(postings, SEQS_NAME, theirs) < 0 ||
+                 PyObject_SetAttr(postings, SHARED_NAME, Py_True) < 0 ||
+                 PyObject_SetAttr(other, SHARED_NAME, Py_True) < 0))
+        goto done;
+    rc = 0;
+done:
+    Py_XDECREF(mine);
+    Py_XDECREF(theirs);
+    return rc;
+}
+
+/* share_equal_seqs over what the table holds for each key of the grouping (not removed). */
+static int share_group_seqs(const Kinds *k, Marks *m, const TableDicts *t, const Grouping *g) {
+    for (Py_ssize_t i = 0; i < g->count; i++) {
+        if (g->groups[i].removed) continue;
+        PyObject *held = PyDict_GetItemWithError(t->held, g->groups[i].key); /* borrowed */
+        if (held == NULL) {
+            if (PyErr_Occurred()) return -1;
+            continue; /* a bare seq (shared) */
+        }
+        if (!Py_IS_TYPE(held, (PyTypeObject *)k->postings)) continue;
+        PyObject *seqs = PyObject_GetAttr(held, SEQS_NAME);
+        if (seqs == NULL) return -1;
+        int64_t mark[5];
+        Py_buffer view;
+        int marked = 0;
+        if (PyObject_CheckBuffer(seqs)) {
+            if (PyObject_GetBuffer(seqs, &view, PyBUF_FORMAT) < 0) {
+                Py_DECREF(seqs);
+                return -1;
+            }
+            marked = mark_of(&view, mark);
+            PyBuffer_Release(&view);
+        }
+        Py_DECREF(seqs);
+        if (!marked) continue;
+        MarkSlot *slot = mark_slot(m, mark);
+        if (slot->postings == NULL) {
+            memcpy(slot->mark, mark, sizeof(mark));
+            slot->postings = held;
+        } else if (slot->postings != held && share_seqs(held, slot->postings) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The keys of the grouping that the table does not hold (before the flush): a list. */
+static PyObject *new_keys(const TableDicts *t, const Grouping *g) {
+    PyObject *keys = PyList_New(0);
+    for (Py_ssize_t i = 0; keys != NULL && i < g->count; i++) {
+        PyObject *key = g->groups[i].key;
+        int held = PyDict_Contains(t->held, key);
+        if (!held) held = PyDict_Contains(t->both, key);
+        if (held < 0 || (!held && PyList_Append(keys, key) < 0)) Py_CLEAR(keys);
+    }
+    return keys;
+}
+
+/* A table's dicts from (held, both, twin_held or None, extend). -1 on error. */
+static int table_arg(PyObject *item, TableDicts *t) {
+    PyObject *twin;
+    if (!PyArg_ParseTuple(item, "O!O!OO:flush_postings table", &PyDict_Type, &t->held,
+                          &PyDict_Type, &t->both, &twin, &t->extend))
+        return -1;
+    if (twin != Py_None && !PyDict_Check(twin)) {
+        PyErr_SetString(PyExc_TypeError, "flush_postings: a twin's dict or None");
+        return -1;
+    }
+    t->twin_held = twin == Py_None ? NULL : twin;
+    return 0;
+}
+
+/* Post the kind's groupings (plain, then valued) in the order the reference does. */
+static int post_kind(const Kinds *k, const TableDicts *t, Grouping *plain, Grouping *valued) {
+    for (Py_ssize_t i = 0; i < plain->count; i++)
+        if (!plain->groups[i].removed && post_group(k, t, plain, &plain->groups[i], 0) < 0)
+            return -1;
+    for (Py_ssize_t i = 0; i < valued->count; i++)
+        if (!valued->groups[i].removed && post_group(k, t, valued, &valued->groups[i], 1) < 0)
+            return -1;
+    return 0;
+}
+
+/* After the postings: share_equal_seqs of every key posted, kind by kind. -1 on error. */
+static int share_all(const Kinds *k, const TableDicts *tables, Grouping *groupings) {
+    Py_ssize_t total = 0, size = 64;
+    for (int i = 0; i < 6; i++) total += groupings[i].count;
+    while (size < 2 * total) size *= 2;
+    Marks m = {PyMem_Calloc((size_t)size, sizeof(MarkSlot)), size - 1};
+    if (m.slots == NULL) return -1;
+    int rc = 0;
+    for (int i = 0; i < 6 && rc == 0; i++) rc = share_group_seqs(k, &m, &tables[i / 2], &groupings[i]);
+    PyMem_Free(m.slots);
+    return rc;
+}
+
+/* flush_postings(pending, tables, kinds): NamespaceIndex.flush's postings.
+ *   pending  per kind (cue, tag, term): (plain seqs, plain keys, valued seqs, valued keys,
+ *            valued values), _Pending's lists
+ *   tables   per kind: (its _held, its _both, its twin's _held or None, its extend)
+ *   kinds    (Postings, _OnePosting, array.array, array("i", [0]), array("B", [0]))
+ * Returns the new cue keys and the new tag keys (for the lexicons), as the reference finds
+ * them. */
+static PyObject *textc_flush_postings(PyObject *self, PyObject *args) {
+    PyObject *pending, *tables_arg, *result = NULL, *new_cues = NULL, *new_tags = NULL;
+    Kinds k;
+    TableDicts tables[3];
+    Grouping groupings[6];
+    memset(groupings, 0, sizeof(groupings));
+    if (!PyArg_ParseTuple(args, "O!O!(OOOOO):flush_postings", &PyTuple_Type, &pending,
+                          &PyTuple_Type, &tables_arg, &k.postings, &k.one, &k.array_type,
+                          &k.seqs_template, &k.bytes_template))
+        return NULL;
+    if (PyTuple_GET_SIZE(pending) != 3 || PyTuple_GET_SIZE(tables_arg) != 3 ||
+        !PyType_Check(k.postings) || !PyType_Check(k.one) || !PyType_Check(k.array_type)) {
+        PyErr_SetString(PyExc_TypeError, "flush_postings: three kinds, and classes");
+        return NULL;
+    }
+    for (int i = 0; i < 3; i++) {
+        PyObject *kind = PyTuple_GET_ITEM(pending, i), *plain_seqs, *plain_keys, *seqs, *keys,
+                 *values;
+        if (table_arg(PyTuple_GET_ITEM(tables_arg, i), &tables[i]) < 0 ||
+            !PyArg_ParseTuple(kind, "OOOOO:flush_postings pending", &plain_seqs, &plain_keys,
+                              &seqs, &keys, &values) ||
+            grouping_fill(&groupings[2 * i], plain_seqs, plain_keys, Py_None) < 0 ||
+            grouping_fill(&groupings[2 * i + 1], seqs, keys, values) < 0)
+            goto done;
+    }
+    if ((new_cues = new_keys(&tables[0], &groupings[0])) == NULL ||
+        (new_tags = new_keys(&tables[1], &groupings[2])) == NULL ||
+        post_shared(&tables[0], &tables[2], &groupings[0], &groupings[5]) < 0)
+        goto done;
+    for (int i = 0; i < 3; i++)
+        if (post_kind(&k, &tables[i], &groupings[2 * i], &groupings[2 * i + 1]) < 0) goto done;
+    if (share_all(&k, tables, groupings) == 0) result = PyTuple_Pack(2, new_cues, new_tags);
+done:
+    for (int i = 0; i < 6; i++) grouping_free(&groupings[i]);
+    Py_XDECREF(new_cues);
+    Py_XDECREF(new_tags);
+    return result;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* The store's open-addressing id and digest tables: keytables.py's probes                   */
+/* ---------------------------------------------------------------------------------------- */
+
+/* The seq in slot at of a table's slots (signed items of 1, 2, 4 or 8 bytes). */
+static int64_t slot_seq(const Py_buffer *slots, Py_ssize_t at) {
+    switch (slots->itemsize) {
+    case 1: return ((const int8_t *)slots->buf)[at];
+    case 2: return ((const int16_t *)slots->buf)[at];
+    case 4: return ((const int32_t *)slots->buf)[at];
+    default: return ((const int64_t *)slots->buf)[at];
+    }
+}
+
+/* The slots array's buffer: signed integers ("i" or "q" as the tables keep them), a power of
+ * two of them. -1 on error. */
+static int slots_view(PyObject *slots, Py_buffer *view) {
+    if (PyObject_GetBuffer(slots, view, PyBUF_FORMAT) < 0) return -1;
+    Py_ssize_t n = view->itemsize ? view->len / view->itemsize : 0;
+    const char *format = view->format == NULL ? "" : view->format;
+    Py_ssize_t size = format[0] == 'b' ? 1 : format[0] == 'h' ? 2 : format[0] == 'i' ? 4
+                      : format[0] == 'l' || format[0] == 'q' ? 8 : 0;
+    if (format[0] == 'l') size = (Py_ssize_t)sizeof(long);
+    if (format[1] != '\0' || size != view->itemsize || n == 0 || (n & (n - 1)) != 0) {
+        PyBuffer_Release(view);
+        PyErr_SetString(PyExc_TypeError, "keytables: slots must be a power-of-two integer array");
+        return -1;
+    }
+    return 0;
+}
+
+/* Probe from the slot of hash h to the slot whose seq matches (match 1) or an empty one:
+ * the slot's index, or -1 - (the empty slot's); PY_SSIZE_T_MIN with an exception set. */
+typedef int (*SeqMatch)(void *ctx, int64_t seq);
+
+static Py_ssize_t probe(const Py_buffer *slots, uint64_t h, SeqMatch match, void *ctx) {
+    Py_ssize_t mask = slots->len / slots->itemsize - 1, at = (Py_ssize_t)(h & (uint64_t)mask);
+    for (Py_ssize_t tried = 0; tried <= mask; tried++, at = (at + 1) & mask) {
+        int64_t seq = slot_seq(slots, at);
+        if (seq == -1) return -1 - at; /* keytables._EMPTY */
+        if (seq >= 0) {
+            int found = match(ctx, seq);
+            if (found) return found < 0 ? PY_SSIZE_T_MIN : at;
+        }
+    }
+    PyErr_SetString(PyExc_RuntimeError, "keytables: a table without an empty slot");
+    return PY_SSIZE_T_MIN;
+}
+
+typedef struct {
+    PyObject *ids, *memory_id;
+} IdProbe;
+
+/* Whether ids[seq] == memory_id (IndexError past the list, as the reference). */
+static int id_matches(void *ctx, int64_t seq) {
+    IdProbe *p = ctx;
+    if (seq >= PyList_GET_SIZE(p->ids)) {
+        PyErr_SetString(PyExc_IndexError, "list index out of range");
+        return -1;
+    }
+    PyObject *held = PyList_GET_ITEM(p->ids, (Py_ssize_t)seq);
+    return held == p->memory_id ? 1 : PyObject_RichCompareBool(held, p->memory_id, Py_EQ);
+}
+
+/* id_slot(slots, ids, memory_id): keytables._id_slot. */
+static PyObject *textc_id_slot(PyObject *self, PyObject *args) {
+    PyObject *slots;
+    IdProbe p;
+    Py_buffer view;
+    if (!PyArg_ParseTuple(args, "OO!O:id_slot", &slots, &PyList_Type, &p.ids, &p.memory_id))
+        return NULL;
+    Py_hash_t h = PyObject_Hash(p.memory_id);
+    if (h == -1 || slots_view(slots, &view) < 0) return NULL;
+    Py_ssize_t at = probe(&view, (uint64_t)h, id_matches, &p);
+    PyBuffer_Release(&view);
+    return at == PY_SSIZE_T_MIN ? NULL : PyLong_FromSsize_t(at);
+}
+
+typedef struct {
+    const unsigned char *digests, *digest;
+    Py_ssize_t size, length;
+} DigestProbe;
+
+/* Whether digests[16 * seq : 16 * seq + 16] == digest (a slice: short past the end). */
+static int digest_matches(void *ctx, int64_t seq) {
+    DigestProbe *p = ctx;
+    int64_t start = 16 * seq, rest = p->size - start;
+    Py_ssize_t held = rest <= 0 ? 0 : rest < 16 ? (Py_ssize_t)rest : 16;
+    return held == p->length && memcmp(p->digests + (held ? start : 0), p->digest, (size_t)held) == 0;
+}
+
+/* digest_slot(slots, digests, digest): keytables._digest_slot. */
+static PyObject *textc_digest_slot(PyObject *self, PyObject *args) {
+    PyObject *slots, *digests, *digest;
+    Py_buffer view, held, key;
+    if (!PyArg_ParseTuple(args, "OOO:digest_slot", &slots, &digests, &digest)) return NULL;
+    if (PyObject_GetBuffer(digest, &key, PyBUF_SIMPLE) < 0) return NULL;
+    if (PyObject_GetBuffer(digests, &held, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&key);
+        return NULL;
+    }
+    Py_ssize_t at = PY_SSIZE_T_MIN;
+    if (slots_view(slots, &view) == 0) {
+        uint64_t h = 0; /* int.from_bytes(digest[:8], "little") */
+        for (Py_ssize_t i = (key.len < 8 ? key.len : 8) - 1; i >= 0; i--)
+            h = (h << 8) | ((const unsigned char *)key.buf)[i];
+        DigestProbe p = {held.buf, key.buf, held.len, key.len};
+        at = probe(&view, h, digest_matches, &p);
+        PyBuffer_Release(&view);
+    }
+    PyBuffer_Release(&held);
+    PyBuffer_Release(&key);
+    return at == PY_SSIZE_T_MIN ? NULL : PyLong_FromSsize_t(at);
+}
+
+/* ---------------------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
     {"porter", textc_porter, METH_O, "text._porter of a word."},
@@ -1660,6 +2550,9 @@ static PyMethodDef methods[] = {
     {"derive_keys", textc_derive_keys, METH_VARARGS, "text.derive_cues_and_keys (ASCII)."},
     {"derive_plain", textc_derive_plain, METH_VARARGS, "derive_keys of plain ASCII content."},
     {"pack_cues", textc_pack_cues, METH_VARARGS, "recordtable._packed_cues."},
+    {"flush_postings", textc_flush_postings, METH_VARARGS, "index.NamespaceIndex.flush's postings."},
+    {"id_slot", textc_id_slot, METH_VARARGS, "keytables._id_slot."},
+    {"digest_slot", textc_digest_slot, METH_VARARGS, "keytables._digest_slot."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1673,8 +2566,12 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__textc(void) {
     if (PyType_Ready(&StemMemoType) < 0) return NULL;
+    if ((SEQS_NAME = PyUnicode_InternFromString("_seqs")) == NULL ||
+        (VALUES_NAME = PyUnicode_InternFromString("_values")) == NULL ||
+        (SHARED_NAME = PyUnicode_InternFromString("_shared")) == NULL)
+        return NULL;
     PyObject *m = PyModule_Create(&module);
-    if (m != NULL && (PyModule_AddIntConstant(m, "ABI_VERSION", 5) < 0 ||
+    if (m != NULL && (PyModule_AddIntConstant(m, "ABI_VERSION", 7) < 0 ||
                       PyModule_AddObjectRef(m, "StemMemo", (PyObject *)&StemMemoType) < 0))
         Py_CLEAR(m);
     return m;

@@ -284,18 +284,25 @@ class CueMap:
         self, record: MemoryRecord, memo: TextMemo | None = None
     ) -> tuple[list[str], list[str], list[str]]:
         """Cues, tags and terms to index ``record`` under (its text keys from ``memo``)."""
+        cues, terms = self._cues_and_terms(record, memo)
+        return cues, list(record.tags), list(terms)
+
+    def _cues_and_terms(
+        self, record: MemoryRecord, memo: TextMemo | None = None
+    ) -> tuple[list[str], list[str]]:
+        """The cues and terms of :meth:`_index_keys`, the terms not copied (the text keys'
+        own list: indexing only reads it, and a bulk batch keeps it until its flush)."""
         keys = (
             text_keys(record.content, self.aliases) if memo is None else memo.keys(record.content)
         )
-        cues = self.aliases.expand([*record.cues, *keys.aliases])
-        return cues, list(record.tags), list(keys.terms)
+        return self.aliases.expand([*record.cues, *keys.aliases]), keys.terms
 
     def _index(
         self, seq: int, record: MemoryRecord, memo: TextMemo | None = None, *, defer: bool = False
     ) -> None:
         """Index ``record`` as memory ``seq`` (text keys from a batch's ``memo``); ``defer``: its
         postings wait for the index's ``flush`` (new memories, in ascending ``seq`` order)."""
-        cues, _, terms = self._index_keys(record, memo)
+        cues, terms = self._cues_and_terms(record, memo)
         index = self._indexes.get(record.namespace)
         if index is None:  # not setdefault: that would build an empty index for every memory
             index = self._indexes[record.namespace] = NamespaceIndex(self._columns)

@@ -15,9 +15,11 @@ Example:
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Callable, Iterator, MutableMapping
 from itertools import repeat
 from typing import TypeVar, overload
+
+from .text import _C as _textc
 
 __all__ = ["SeqOf", "SeqsByDigest"]
 
@@ -62,16 +64,7 @@ class SeqOf(MutableMapping[IdKey, int]):
 
     def _slot(self, table: _IdSlots, memory_id: str) -> int:
         """The slot of ``memory_id``'s seq in ``table``, or ``-1 - (the first free slot)``."""
-        slots, ids = table.slots, self._ids
-        mask = len(slots) - 1
-        at = hash(memory_id) & mask
-        while True:
-            seq = slots[at]
-            if seq == _EMPTY:
-                return -1 - at
-            if seq >= 0 and ids[seq] == memory_id:
-                return at
-            at = (at + 1) & mask
+        return _ID_SLOT(table.slots, self._ids, memory_id)
 
     @overload
     def get(self, key: IdKey, /) -> int | None: ...
@@ -82,14 +75,10 @@ class SeqOf(MutableMapping[IdKey, int]):
     def get(self, key: IdKey, default: object = None, /) -> object:
         """The seq of ``key``, or ``default`` (without raising and catching a KeyError)."""
         table = self._tables.get(key[0])
-        if table is not None:  # _slot inlined: the store asks this twice per memory it adds
-            memory_id, slots, ids = key[1], table.slots, self._ids
-            mask = len(slots) - 1
-            at = hash(memory_id) & mask
-            while (seq := slots[at]) != _EMPTY:
-                if seq >= 0 and ids[seq] == memory_id:
-                    return seq
-                at = (at + 1) & mask
+        if table is not None:  # the store asks this twice per memory it adds
+            at = _ID_SLOT(table.slots, self._ids, key[1])
+            if at >= 0:
+                return table.slots[at]
         return self._others.get(key, default) if self._others else default
 
     def __getitem__(self, key: IdKey) -> int:
@@ -212,16 +201,7 @@ class SeqsByDigest:
 
     def _slot(self, digest: bytes) -> int:
         """The slot of ``digest``'s entry, or ``-1 - (the first free slot)`` if it has none."""
-        slots, digests = self._slots, self._digests
-        mask = len(slots) - 1
-        at = int.from_bytes(digest[:8], "little") & mask
-        while True:
-            seq = slots[at]
-            if seq == _EMPTY:
-                return -1 - at
-            if seq >= 0 and digests[16 * seq : 16 * seq + 16] == digest:
-                return at
-            at = (at + 1) & mask
+        return _DIGEST_SLOT(self._slots, self._digests, digest)
 
     def add(self, digest: bytes, seq: int) -> None:
         """Add ``seq`` (holding no digest) after the seqs already holding ``digest``."""
@@ -292,3 +272,42 @@ class SeqsByDigest:
             while slots[at] != _EMPTY:
                 at = (at + 1) & mask
             slots[at] = seq
+
+
+def _id_slot(slots: array[int], ids: list[str | None], memory_id: str) -> int:
+    """The slot of :class:`SeqOf`'s table ``slots`` holding the seq whose id in ``ids`` is
+    ``memory_id``, or ``-1 - (the first free slot)``: linear probing from its hash. The
+    reference of ``_textc.id_slot``, which the tables use when built (a probe in Python was
+    about a third of a new id's 2.2 us)."""
+    mask = len(slots) - 1
+    at = hash(memory_id) & mask
+    while True:
+        seq = slots[at]
+        if seq == _EMPTY:
+            return -1 - at
+        if seq >= 0 and ids[seq] == memory_id:
+            return at
+        at = (at + 1) & mask
+
+
+def _digest_slot(slots: array[int], digests: bytearray, digest: bytes) -> int:
+    """The slot of :class:`SeqsByDigest`'s table ``slots`` holding the seq whose 16 bytes in
+    ``digests`` are ``digest``, or ``-1 - (the first free slot)``: linear probing from its
+    first 8 bytes. The reference of ``_textc.digest_slot``."""
+    mask = len(slots) - 1
+    at = int.from_bytes(digest[:8], "little") & mask
+    while True:
+        seq = slots[at]
+        if seq == _EMPTY:
+            return -1 - at
+        if seq >= 0 and digests[16 * seq : 16 * seq + 16] == digest:
+            return at
+        at = (at + 1) & mask
+
+
+_ID_SLOT: Callable[[array[int], list[str | None], str], int] = (
+    _id_slot if _textc is None else _textc.id_slot
+)
+_DIGEST_SLOT: Callable[[array[int], bytearray, bytes], int] = (
+    _digest_slot if _textc is None else _textc.digest_slot
+)

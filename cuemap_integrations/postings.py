@@ -393,6 +393,13 @@ class PostingsTable(Mapping[str, Postings]):
         first._twin, second._twin = second, first
         return first, second
 
+    def dicts(self) -> tuple[dict[str, Any], dict[str, int], dict[str, Any] | None, Any]:
+        """Its own dict, the shared one, its twin's own dict (None without a twin) and its
+        :meth:`extend`: what ``_textc.flush_postings`` posts a batch into, as :meth:`extend`
+        of each key would."""
+        twin = None if self._twin is None else self._twin._held
+        return self._held, self._both, twin, self.extend
+
     def held(self, key: str) -> Postings | int:
         """What the table stores for ``key`` (a bare ``seq`` or a :class:`Postings`)."""
         held = self._held.get(key)

@@ -5,9 +5,11 @@ from __future__ import annotations
 from array import array
 from collections.abc import Hashable
 
-from hypothesis import given, settings
+import pytest
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from cuemap_integrations import keytables
 from cuemap_integrations.keytables import SeqOf, SeqsByDigest
 
 
@@ -164,3 +166,62 @@ def test_seqs_by_digest_widens_its_table_for_a_seq_it_cannot_hold() -> None:
     table.add(DIGESTS[1], 300)
     assert table._slots.typecode == "q"
     assert (table.first(DIGESTS[0]), table.first(DIGESTS[1])) == (5, 300)
+
+
+# the compiled probes (_textc.id_slot, _textc.digest_slot) against their Python references
+ID_EDITS = st.lists(
+    st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 40), st.integers(0, 60), st.booleans()),
+    max_size=60,
+)
+
+
+@pytest.mark.skipif(keytables._textc is None, reason="the text extension is not built")
+@settings(max_examples=200, deadline=None)
+@given(ID_EDITS, st.lists(st.integers(0, 45), max_size=20), st.booleans())
+def test_the_compiled_id_probe_finds_the_slots_of_the_reference(
+    edits: list[tuple[str, int, int, bool]], asked: list[int], wide: bool
+) -> None:
+    """Tables with deleted slots, collisions and rehashes; "q" slots too (a seq past 2**31)."""
+    ids = SeqOf()
+    for namespace, number, seq, remove in edits:
+        key = (namespace, f"m{number}")
+        if remove:
+            ids.pop(key, None)
+        elif key not in ids:
+            ids[key] = seq
+    for table in ids._tables.values():
+        slots = array("q", table.slots) if wide else table.slots
+        for number in asked:
+            memory_id = f"m{number}"
+            expected = keytables._id_slot(slots, ids._ids, memory_id)
+            assert keytables._textc.id_slot(slots, ids._ids, memory_id) == expected
+
+
+@pytest.mark.skipif(keytables._textc is None, reason="the text extension is not built")
+@settings(max_examples=200, deadline=None)
+@example([(n, n, False) for n in range(70)], [(n, 16) for n in range(0, 80, 3)], False)  # 256
+@given(
+    st.lists(st.tuples(st.integers(0, 80), st.integers(0, 90), st.booleans()), max_size=100),
+    st.lists(st.tuples(st.integers(0, 80), st.sampled_from([16, 8, 5, 0])), max_size=20),
+    st.booleans(),
+)
+def test_the_compiled_digest_probe_finds_the_slots_of_the_reference(
+    edits: list[tuple[int, int, bool]], asked: list[tuple[int, int]], wide: bool
+) -> None:
+    """Digests that share their first bytes (probes collide), enough for tables of 256 slots;
+    asked ones of other lengths (a prefix of a held one among them)."""
+
+    def digest(number: int) -> bytes:
+        return bytes([number * 37 % 256 if number % 4 else 0, number % 7, *[0] * 6, *[number] * 8])
+
+    table = SeqsByDigest()
+    for number, seq, remove in edits:
+        if remove:
+            table.discard(digest(number), seq)
+        elif table.first(digest(number)) is None:
+            table.add(digest(number), seq)
+    slots = array("q", table._slots) if wide else table._slots
+    for number, length in asked:
+        key = digest(number)[:length]
+        expected = keytables._digest_slot(slots, table._digests, key)
+        assert keytables._textc.digest_slot(slots, table._digests, key) == expected
