@@ -1964,46 +1964,52 @@ static int array_view(const Kinds *k, PyObject *array, char format, Py_ssize_t i
     return 1;
 }
 
+/* A new exact-size array like template with old's items (old: an array of format and itemsize,
+ * or NULL) and room for more after them; *view is its buffer (released by the caller, who fills
+ * the room from (*head)). NULL on error. */
+static PyObject *grown_array(const Kinds *k, PyObject *old, char format, Py_ssize_t itemsize,
+                             PyObject *template, Py_ssize_t more, Py_buffer *view,
+                             Py_ssize_t *head) {
+    Py_buffer was = {0};
+    *head = 0;
+    if (old != NULL) {
+        if (array_view(k, old, format, itemsize, &was) <= 0) return NULL; /* checked by caller */
+        *head = was.len / itemsize;
+    }
+    PyObject *array = sized_array(template, *head + more, view);
+    if (array != NULL && *head) memcpy(view->buf, was.buf, (size_t)was.len);
+    if (old != NULL) PyBuffer_Release(&was);
+    return array;
+}
+
 /* old's seqs (an "i" array, or NULL), then lead (if lead >= 0), then the group's seqs: a new
  * exact-size "i" array. */
 static PyObject *seqs_array(const Kinds *k, PyObject *old, int64_t lead, const Posting *p,
                             Py_ssize_t n) {
-    Py_buffer was = {0}, view;
-    Py_ssize_t head = 0;
-    if (old != NULL) {
-        if (array_view(k, old, 'i', 4, &was) <= 0) return NULL; /* checked by the caller */
-        head = was.len / 4;
-    }
-    PyObject *array = sized_array(k->seqs_template, head + (lead >= 0) + n, &view);
+    Py_buffer view;
+    Py_ssize_t head;
+    PyObject *array = grown_array(k, old, 'i', 4, k->seqs_template, (lead >= 0) + n, &view, &head);
     if (array != NULL) {
         int32_t *out = view.buf;
-        if (head) memcpy(out, was.buf, (size_t)was.len);
         if (lead >= 0) out[head++] = (int32_t)lead;
         for (Py_ssize_t i = 0; i < n; i++) out[head + i] = (int32_t)p[i].seq;
         PyBuffer_Release(&view);
     }
-    if (old != NULL) PyBuffer_Release(&was);
     return array;
 }
 
 /* old's values (a "B" array, or NULL), then ones 1s, then the group's bytes: a new "B" array. */
 static PyObject *bytes_array(const Kinds *k, PyObject *old, Py_ssize_t ones, const Posting *p,
                              Py_ssize_t n) {
-    Py_buffer was = {0}, view;
-    Py_ssize_t head = 0;
-    if (old != NULL) {
-        if (array_view(k, old, 'B', 1, &was) <= 0) return NULL; /* checked by the caller */
-        head = was.len;
-    }
-    PyObject *array = sized_array(k->bytes_template, head + ones + n, &view);
+    Py_buffer view;
+    Py_ssize_t head;
+    PyObject *array = grown_array(k, old, 'B', 1, k->bytes_template, ones + n, &view, &head);
     if (array != NULL) {
         unsigned char *out = view.buf;
-        if (head) memcpy(out, was.buf, (size_t)head);
         memset(out + head, 1, (size_t)ones);
         for (Py_ssize_t i = 0; i < n; i++) out[head + ones + i] = (unsigned char)p[i].byte;
         PyBuffer_Release(&view);
     }
-    if (old != NULL) PyBuffer_Release(&was);
     return array;
 }
 
