@@ -397,9 +397,8 @@ def _check_scalars(values: dict[str, Any]) -> None:
             raise ValidationError("source", source, "a string or None")
         check_unicode(source, "source")
     count = values["access_count"]
-    if type(count) is not int or count < 0:  # an exact int >= 0 (not a bool) passes
-        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            raise ValidationError("access_count", count, "an integer >= 0")
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        raise ValidationError("access_count", count, "an integer >= 0")
     for name in _ID_FIELDS:
         value = values[name]
         if value is not None:

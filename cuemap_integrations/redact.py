@@ -124,7 +124,8 @@ _URL_PASS = _t(r"[^\s/\x00\"'<>]")
 # (`Summer2024!` keeps its `!`: a leaked character is worse than an eaten one).
 _VALUE = rf"(?P<value>\"(?:{_DQ}|\\.)+\"|'(?:{_SQ}|\\.)+'|{_BARE}*{_BARE_END})"
 _CJK_VALUE = rf"(?P<value>{_CJK_CHAR}+)"
-_PASSWORD_WORD = r"(?:password|passwd|passphrase|pwd)"
+_PASSWORD_WORDS = ("password", "passwd", "passphrase", "pwd")
+_PASSWORD_WORD = f"(?:{'|'.join(_PASSWORD_WORDS)})"
 _PASSWORD_KEY = rf"[A-Za-z0-9_.\-]*{_PASSWORD_WORD}"
 _TOKEN_WORD = (
     r"(?:api[_\-]?key|apikey|api[_\-]?token|access[_\-]?token|auth[_\-]?token"
@@ -493,7 +494,7 @@ def _assigned_after(folded: str, endings: tuple[str, ...]) -> bool:
 _QUOTES = ('"', "'")
 _SECOND_PREFILTERS: dict[tuple[str, ...], _Prefilter] = {
     ("-", "."): _DIGIT_JOINED,
-    ("pass", "pwd"): _AssignedWord(_PASSWORD_WORD, ("password", "passwd", "passphrase", "pwd")),
+    ("pass", "pwd"): _AssignedWord(_PASSWORD_WORD, _PASSWORD_WORDS),
     ("key", "token", "secret", "credential"): _AssignedWord(
         _TOKEN_WORD, ("key", "token", "secret", "credential", "credentials")
     ),
