@@ -17,7 +17,7 @@
 
 /* The layout of every argument below: kernel.py refuses a library reporting another one (a
  * stale build next to newer sources). Raise it with any change to an argument or descriptor. */
-#define ABI_VERSION 9
+#define ABI_VERSION 10
 
 int64_t cm_abi_version(void) { return ABI_VERSION; }
 
@@ -791,6 +791,34 @@ static void sift_down(Ranked *heap, int64_t n, int64_t i) {
     }
 }
 
+/* The heap of the best m rows so far (held of them) given one more row; returns how many it
+ * holds now. */
+static int64_t offer(Ranked *heap, int64_t held, int64_t m, Ranked row) {
+    if (held < m) { /* sift up */
+        int64_t at = held++;
+        while (at > 0 && before(heap + (at - 1) / 2, &row)) {
+            heap[at] = heap[(at - 1) / 2];
+            at = (at - 1) / 2;
+        }
+        heap[at] = row;
+    } else if (before(&row, heap)) {
+        heap[0] = row;
+        sift_down(heap, held, 0);
+    }
+    return held;
+}
+
+/* The heap's rows written to o_seq and o_key best first, the heap freed; returns their count. */
+static int64_t drained(Ranked *heap, int64_t held, int64_t *o_seq, double *o_key) {
+    for (int64_t left = held; left > 0; left--) { /* the last-ranked out first: fill backwards */
+        o_seq[left - 1] = heap[0].seq, o_key[left - 1] = heap[0].key;
+        heap[0] = heap[left - 1];
+        sift_down(heap, left - 1, 0);
+    }
+    free(heap);
+    return held;
+}
+
 /* The best m of the n rows not skipped (skip NULL: none), in order: by key descending, ties
  * by sequence number (seq_at[slots[i]]) ascending; their seqs and keys written to o_seq and
  * o_key. A heap of m rows keeps the best so far, its root the one that ranks last: one pass
@@ -813,24 +841,51 @@ int64_t cm_top(int64_t n, const double *key, const uint8_t *skip, const int64_t 
             free(heap);
             return E_SLOT;
         }
-        Ranked row = {key[i], seq_at[slot]};
-        if (held < m) { /* sift up */
-            int64_t at = held++;
-            while (at > 0 && before(heap + (at - 1) / 2, &row)) {
-                heap[at] = heap[(at - 1) / 2];
-                at = (at - 1) / 2;
-            }
-            heap[at] = row;
-        } else if (before(&row, heap)) {
-            heap[0] = row;
-            sift_down(heap, held, 0);
+        held = offer(heap, held, m, (Ranked){key[i], seq_at[slot]});
+    }
+    return drained(heap, held, o_seq, o_key);
+}
+
+/* cm_rank's scoring parameters (arrays.py _priors without a bonus or frequency penalty). */
+enum { R_NOW, R_NEG_PER_SECOND, R_W_RECENCY, R_PRIOR_MAX, R_CUT, RANK_DOUBLES };
+
+/* The best m rows not skipped by score, in cm_top's order, where a row's score is its evidence
+ * plus its prior: w_recency * 2^((now - updated) * -per_second) (the age clamped at 0), plus
+ * its type's bonus (type_bonus[type_code]) -- the same operations in the same order as
+ * arrays.py _priors and _scores, so the same floats. Rows scoring below the cut are left out.
+ * A row whose evidence plus the largest prior cannot enter a full heap is passed over without
+ * its prior computed (its slot not read): at 100k memories a dense pass has ~30k rows. Returns
+ * how many rows are written, or a negative code. */
+int64_t cm_rank(int64_t n, const double *evidence, const uint8_t *skip, const int64_t *slots,
+                int64_t size, const int64_t *seq_at, const double *updated,
+                const int32_t *type_code, const double *type_bonus, int64_t n_types,
+                const double *p, int64_t m, int64_t *o_seq, double *o_key) {
+    if (m < 0 || n_types < 1) return E_TYPE;
+    Ranked *heap = malloc((size_t)(m > 0 ? m : 1) * sizeof *heap);
+    if (!heap) return E_MEMORY;
+    int64_t held = 0;
+    for (int64_t i = 0; i < n && m > 0; i++) {
+        if (skip && skip[i]) continue;
+        if (held == m && evidence[i] + p[R_PRIOR_MAX] < heap[0].key) continue;
+        int64_t slot = slots[i];
+        if (slot < 0 || slot >= size) {
+            free(heap);
+            return E_SLOT;
         }
+        int32_t code = type_code[slot];
+        if (code < 0 || code >= n_types) {
+            free(heap);
+            return E_TYPE;
+        }
+        double prior = type_bonus[code];
+        if (p[R_W_RECENCY] != 0.0) {
+            double age = p[R_NOW] - updated[slot];
+            age = age < 0.0 ? 0.0 : age; /* np.maximum(age, 0.0) */
+            prior = exp2(age * p[R_NEG_PER_SECOND]) * p[R_W_RECENCY] + prior;
+        }
+        double score = evidence[i] + prior;
+        if (score < p[R_CUT]) continue;
+        held = offer(heap, held, m, (Ranked){score, seq_at[slot]});
     }
-    for (int64_t left = held; left > 0; left--) { /* the last-ranked out first: fill backwards */
-        o_seq[left - 1] = heap[0].seq, o_key[left - 1] = heap[0].key;
-        heap[0] = heap[left - 1];
-        sift_down(heap, left - 1, 0);
-    }
-    free(heap);
-    return held;
+    return drained(heap, held, o_seq, o_key);
 }

@@ -525,7 +525,7 @@ def _described(
     return _Described(ordered, units, described)
 
 
-_MEMBERS_MAX = 4096  # lists whose member descriptors an index keeps (see _members)
+_MEMBERS_MAX = 16384  # lists whose member descriptors an index keeps (see _members)
 
 
 def _members(index: NamespaceIndex) -> dict[Any, Any]:
@@ -824,6 +824,10 @@ def _ranked_walk(
     floor: float,
 ) -> dict[int, None]:  # fmt: skip
     np = _np()
+    if _kernel_ranks(sums, scorer):
+        chosen = _kernel_walk(view, sums, cand, positions, scorer, k, admitted, min_score)
+        if chosen is not None:
+            return chosen
     if len(cand) > _reach_from(scorer, k):
         cand, positions = _within_reach(
             view, sums, cand, positions, cfg, scorer, k, admitted, floor
@@ -839,6 +843,52 @@ def _ranked_walk(
         return _walk(view, cand, score, k, admitted)
     shift = float(score.max() - score.min()) + _BIG_SHIFT
     return _walk(view, cand, np.where(tag_only, score - shift, score), k, admitted)
+
+
+def _kernel_ranks(sums: _Sums, scorer: FastScorer) -> bool:
+    """Whether :func:`_kernel_walk` may rank these candidates: the kernel summed their evidence
+    and their score needs nothing asked in Python (no date/speaker bonus, no frequency)."""
+    return sums.evidence is not None and scorer.bonus is None and not scorer.w_freq
+
+
+def _kernel_walk(
+    view: ArrayView, sums: _Sums, cand: Any, positions: Any, scorer: FastScorer, k: int,
+    admitted: Callable[[int], bool], min_score: float | None,
+) -> dict[int, None] | None:  # fmt: skip
+    """The survivors of :func:`_ranked_walk` from the kernel's order of the candidates by full
+    score (:func:`kernel.rank`: priors, scores and order in one call, where
+    :func:`_within_reach`, :func:`_scores` and :func:`_walk` made some twenty NumPy and
+    kernel calls). The memories that matched only tags are left out: they rank after every
+    other, so a walk that finds k others stops before them; None when it does not (fewer
+    than k others), and the NumPy walk, which ranks them by shifted scores, decides.
+
+    The same survivors: a candidate :func:`_within_reach` drops scores below the k-th best
+    less the margin, where the walk stops anyway."""
+    np = _np()
+    whole = len(positions) == len(sums.evidence)
+    evidence = sums.evidence if whole else sums.evidence[positions]
+    only = sums.only if whole else sums.only[positions]
+    by = _ranking(view, scorer, min_score)
+    cand, evidence, only = (np.ascontiguousarray(a) for a in (cand, evidence, only))
+    block = max(2 * k, k + 16)
+    while True:
+        best = kernel.rank(view, cand, evidence, only, by, block)
+        survivors, _, stopped = _walked_order(zip(best.seqs, best.keys, strict=True), k, admitted)
+        if stopped or len(survivors) >= k and len(best.seqs) < block:
+            return survivors  # stopped, or every other candidate walked: the tag-only after
+        if len(best.seqs) < block:  # every other candidate walked, fewer than k admitted
+            return survivors if not only.any() else None
+        block *= 4
+
+
+def _ranking(view: ArrayView, scorer: FastScorer, min_score: float | None) -> kernel.Ranking:
+    """What :func:`kernel.rank` scores by: ``scorer``'s prior (as :func:`_priors` computes it,
+    by the view's type codes), and ``min_score`` less the margin (as :func:`_ranked_walk` cuts)."""
+    bonus = [scorer.type_bonus.get(name, 0.0) for name in view.type_codes] or [0.0]
+    return kernel.Ranking(
+        scorer.now_ts, scorer.per_second, scorer.w_recency, _np().array(bonus), scorer.prior_max,
+        -math.inf if min_score is None else min_score - _EPSILON,
+    )  # fmt: skip
 
 
 def _reach_from(scorer: FastScorer, k: int) -> int:

@@ -36,12 +36,12 @@ if TYPE_CHECKING:
     from .arrays import ArrayView
 
 __all__ = [
-    "ABI_VERSION", "Floor", "KernelError", "KernelSums", "RawEvidence", "Refine", "Scratch", "Top",
-    "accumulate", "available", "describe", "enabled", "evidence", "load", "top",
-    "union_size",
+    "ABI_VERSION", "Floor", "KernelError", "KernelSums", "Ranking", "RawEvidence", "Refine",
+    "Scratch", "Top", "accumulate", "available", "describe", "enabled", "evidence", "load", "rank",
+    "top", "union_size",
 ]  # fmt: skip
 
-ABI_VERSION = 9  # the argument layout _kernel.c implements (its ABI_VERSION)
+ABI_VERSION = 10  # the argument layout _kernel.c implements (its ABI_VERSION)
 # Every memory the lists reach is summed this many sequence numbers at a time (all lists for
 # one block, then the next; the same floats): a block's 32-byte cells, lengths and seq -> slot
 # entries (400 KB) stay in a core's L2 cache here (2 MB) while each list adds to them. CPU ms
@@ -105,6 +105,8 @@ def _declared(lib: Any) -> Any:
     lib.cm_evidence.restype = i64
     lib.cm_top.argtypes = [i64, ptr, ptr, ptr, i64, ptr, i64, ptr, ptr]
     lib.cm_top.restype = i64
+    lib.cm_rank.argtypes = [i64, *[ptr] * 3, i64, *[ptr] * 4, i64, ptr, i64, ptr, ptr]
+    lib.cm_rank.restype = i64
     return lib
 
 
@@ -475,6 +477,51 @@ def top(view: ArrayView, slots: Any, key: Any, m: int, skip: Any = None) -> Top:
             n, _address(key, "<f8"), None if skip is None else _address(skip, "|b1"),
             _address(slots, "<i8"), _view_size(view), view.scratch().seq_address(view), m,
             seqs.buffer_info()[0], keys.buffer_info()[0],
+        )
+    )  # fmt: skip
+    if found < m:
+        del seqs[found:], keys[found:]
+    return Top(seqs, keys)
+
+
+class Ranking(NamedTuple):
+    """What :func:`rank` scores rows by (``arrays._priors`` without a bonus or frequency
+    penalty): the clock, the recency weight and rate, each type code's bonus, the most a prior
+    adds, and the score below which a row is left out."""
+
+    now_ts: float
+    per_second: float
+    w_recency: float
+    type_bonus: Any  # float64, one per type code of the view
+    prior_max: float
+    cut: float
+
+
+def rank(view: ArrayView, slots: Any, evidence: Any, skip: Any, by: Ranking, m: int) -> Top:
+    """The best ``m`` rows by score, ``evidence`` (float64, one per slot of ``slots``, int64)
+    plus each memory's prior, leaving out those ``skip`` (a bool array) marks and those scoring
+    below ``by.cut``: ordered as :func:`top` orders them by the scores ``arrays._scores``
+    computes (the same floats, one C call).
+
+    Raises:
+        KernelError: arrays of other types or lengths, a slot outside the view, or a type code
+            without a bonus.
+    """
+    n = len(slots)
+    if len(evidence) != n or len(skip) != n:
+        raise KernelError(f"{n} slots but {len(evidence)} evidence values, {len(skip)} flags")
+    m = max(0, min(int(m), n))
+    seqs, keys = array("q", bytes(8 * m)), array("d", bytes(8 * m))
+    params = array("d", (by.now_ts, -by.per_second, by.w_recency, by.prior_max, by.cut))
+    size = _view_size(view)
+    if len(view.updated) < size or len(view.type_code) < size:
+        raise KernelError(f"{size} memories but shorter per-slot arrays")
+    found = _checked(
+        _library().cm_rank(
+            n, _address(evidence, "<f8"), _address(skip, "|b1"), _address(slots, "<i8"), size,
+            view.scratch().seq_address(view), _address(view.updated, "<f8"),
+            _address(view.type_code, "<i4"), _address(by.type_bonus, "<f8"), len(by.type_bonus),
+            params.buffer_info()[0], m, seqs.buffer_info()[0], keys.buffer_info()[0],
         )
     )  # fmt: skip
     if found < m:

@@ -125,7 +125,7 @@ class _Found(NamedTuple):
     df: int  # the concept's document frequency (0 without keys)
 
 
-_DERIVED_MAX = 4096  # many distinct concepts and no write: start the index's memo over
+_DERIVED_MAX = 16384  # many distinct concepts and no write: start the index's memo over
 
 
 def _found(index: NamespaceIndex, kinds: tuple[str, ...], members: tuple[str, ...]) -> _Found:

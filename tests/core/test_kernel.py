@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from cuemap_integrations import CueMap, arrays, kernel, topk
+from cuemap_integrations.config import RecallConfig
 from cuemap_integrations.errors import NotFoundError
 from cuemap_integrations.ranking import plan_query
 from cuemap_integrations.topk import _List
@@ -50,9 +51,6 @@ from .test_arrays import (
     test_date_and_speaker_bonuses_rank_the_same_through_arrays as test_kernel_bonuses,
 )
 from .test_arrays import (
-    test_many_matches_keep_only_those_within_reach_of_the_kth as test_kernel_within_reach,
-)
-from .test_arrays import (
     test_min_score_never_lets_a_dropped_hit_hold_a_place as test_kernel_min_score,
 )
 from .test_arrays import (
@@ -65,7 +63,7 @@ pytest.importorskip("numpy")
 __all__ = [
     "test_kernel_bonus_lift", "test_kernel_bonuses", "test_kernel_floor", "test_kernel_min_score",
     "test_kernel_no_list", "test_kernel_ranking_equals_exhaustive", "test_kernel_scores_only_the_top",
-    "test_kernel_sessions", "test_kernel_within_reach",
+    "test_kernel_sessions",
 ]  # fmt: skip
 
 
@@ -837,6 +835,136 @@ def test_the_kernels_walk_and_kth_are_numpys(
         expected_kth = arrays._kth(view, slots, key, k, admitted, skip)
     assert list(walked) == list(expected_walk)
     assert kth == expected_kth
+
+
+def _scorer(view: arrays.ArrayView, recency: float, type_weight: float, days: float) -> Any:
+    """A fast scorer of the view's memories ``days`` after T0 (no bonus, no frequency)."""
+    cfg = RecallConfig.from_dict(
+        {"weights": {"recency": recency, "type": type_weight}, "half_life_days": 3.0}
+    )
+    when = T0.timestamp() + 86400.0 * days
+    return topk.FastScorer(cfg, view.index.docs, when, lambda seq: 0)
+
+
+# near-ties, and a score exactly at the cut of min_score 0.6 (without recency or type bonus)
+_EVIDENCE = st.sampled_from(
+    [0.0, 0.3, 0.5, 0.5 - 1e-10, 0.5 + 1e-10, 0.6 - arrays._EPSILON, 1.0, 1.0 - 5e-10, 2.0]
+)
+
+
+def test_many_matches_are_ranked_in_one_call_without_the_reach_checks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The NumPy path's test_many_matches_keep_only_those_within_reach_of_the_kth through the
+    kernel: thousands of candidates are ranked by kernel.rank (their priors computed in C only
+    for those that can enter the best block), not narrowed by _within_reach first."""
+    cm = build(6, 3000)
+    ranks: list[int] = []
+    real = kernel.rank
+
+    def spy(view: Any, slots: Any, *rest: Any) -> Any:
+        ranks.append(len(slots))
+        return real(view, slots, *rest)
+
+    monkeypatch.setattr(kernel, "rank", spy)
+    monkeypatch.setattr(arrays, "_within_reach", None)  # never called
+    for query in ("order cache caroline redis", "order", "cache festival painting"):
+        for k in (1, 10):
+            assert_same(by_arrays(cm, query, k, narrow=False), ranked(cm, query, k, False))
+    assert ranks and max(ranks) > 1000  # where _within_reach would have narrowed them
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    evidence=st.lists(_EVIDENCE, max_size=120),
+    m=st.integers(0, 130),
+    skip_share=st.sampled_from([0.0, 0.3]),
+    recency=st.sampled_from([0.0, 0.2, 1.0]),
+    type_weight=st.sampled_from([0.0, 0.1]),
+    days=st.floats(-2.0, 400.0),
+    min_score=st.sampled_from([None, 0.6, 1.5]),
+    seed=st.integers(0, 2**16),
+)  # fmt: skip
+@example(  # ties at the heap's edge: a tied row of a smaller seq must still enter
+    evidence=[1.0] * 40, m=10, skip_share=0.0, recency=0.0, type_weight=0.0, days=1.0,
+    min_score=None, seed=3,
+)  # fmt: skip
+@example(  # rows exactly at the cut are kept
+    evidence=[0.6 - arrays._EPSILON] * 5, m=10, skip_share=0.0, recency=0.0, type_weight=0.0,
+    days=1.0, min_score=0.6, seed=3,
+)  # fmt: skip
+def test_rank_orders_by_the_numpy_scores_bit_for_bit(
+    viewed: tuple[CueMap, arrays.ArrayView], evidence: list[float], m: int, skip_share: float,
+    recency: float, type_weight: float, days: float, min_score: float | None, seed: int,
+) -> None:  # fmt: skip
+    """Differential: kernel.rank gives the first m rows of np.lexsort((seqs, -score)) of the
+    rows not skipped scoring at least the cut, where score is arrays._priors plus the
+    evidence, bit for bit (the prior computed in C, passed over where it cannot enter)."""
+    _, view = viewed
+    np, rnd = arrays._np(), random.Random(seed)
+    slots = np.array(rnd.sample(range(view.size), len(evidence)), dtype=np.int64)
+    ev = np.array(evidence, dtype=np.float64)
+    skip = np.array([rnd.random() < skip_share for _ in evidence], dtype=bool)
+    scorer = _scorer(view, recency, type_weight, days)
+    by = arrays._ranking(view, scorer, min_score)
+    score = ev + arrays._priors(view, slots, scorer, with_bonus=True)
+    seqs, ordered = _lexsorted(view, slots, score, skip | (score < by.cut))
+    best = kernel.rank(view, slots, ev, skip, by, m)
+    assert (list(best.seqs), list(best.keys)) == (seqs[:m], ordered[:m])
+
+
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    evidence=st.lists(_EVIDENCE, max_size=150),
+    tag_share=st.sampled_from([0.0, 0.2, 0.9]),
+    k=st.integers(1, 12),
+    admitted_share=st.sampled_from([0.05, 0.3, 1.0]),
+    recency=st.sampled_from([0.0, 0.2]),
+    type_weight=st.sampled_from([0.0, 0.1]),
+    min_score=st.sampled_from([None, 0.6]),
+    reach=st.booleans(),
+    seed=st.integers(0, 2**16),
+)  # fmt: skip
+@example(  # more near-ties than a block: the walk must ask for a larger one
+    evidence=[1.0] * 60, tag_share=0.0, k=3, admitted_share=1.0, recency=0.0, type_weight=0.0,
+    min_score=None, reach=False, seed=5,
+)  # fmt: skip
+def test_the_kernels_ranked_walk_is_numpys(
+    viewed: tuple[CueMap, arrays.ArrayView], evidence: list[float], tag_share: float, k: int,
+    admitted_share: float, recency: float, type_weight: float, min_score: float | None,
+    reach: bool, seed: int,
+) -> None:  # fmt: skip
+    """Differential: arrays._ranked_walk through kernel.rank (every candidate scored in C, the
+    tag-only ones left to the NumPy walk) gives the survivors of the NumPy walk, in order;
+    with ``reach``, the NumPy walk first drops what _within_reach drops (from 8 candidates on,
+    not from thousands), which the walk through the kernel never does."""
+    _, view = viewed
+    np, rnd = arrays._np(), random.Random(seed)
+    slots = np.array(sorted(rnd.sample(range(view.size), len(evidence))), dtype=np.int64)
+    only = np.array([rnd.random() < tag_share for _ in evidence], dtype=bool)
+    n = len(evidence)
+    found = kernel.KernelSums(slots, np.array(evidence, dtype=np.float64), np.zeros(n), only)
+    sums, scorer = arrays._Sums.of(found), _scorer(view, recency, type_weight, 30.0)
+    allowed = {int(view.seq_at[s]) for s in slots if rnd.random() < admitted_share}
+    cfg = scorer.cfg
+
+    def walked() -> list[int]:
+        return list(
+            arrays._ranked_walk(view, sums, slots, np.arange(n), cfg, scorer, k,
+                                allowed.__contains__, min_score, -math.inf)
+        )  # fmt: skip
+
+    assert arrays._kernel_ranks(sums, scorer)
+    got = walked()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(arrays, "_kernel_ranks", lambda sums, scorer: False)
+        if reach:
+            patch.setattr(arrays, "_reach_from", lambda scorer, k: 8)
+        assert got == walked()
 
 
 @settings(
