@@ -862,8 +862,10 @@ def _kernel_walk(
     other, so a walk that finds k others stops before them; None when it does not (fewer
     than k others), and the NumPy walk, which ranks them by shifted scores, decides.
 
-    The same survivors: a candidate :func:`_within_reach` drops scores below the k-th best
-    less the margin, where the walk stops anyway."""
+    The same survivors: a candidate :func:`_within_reach` drops scores below its theta less
+    the margin, and theta (the best block's k-th lower bound, or an earlier pass's k-th best
+    score, which this pass's k-th best reaches: it only adds concepts) is at most the k-th
+    best score, where the walk stops anyway."""
     np = _np()
     whole = len(positions) == len(sums.evidence)
     evidence = sums.evidence if whole else sums.evidence[positions]
