@@ -2540,6 +2540,128 @@ static PyObject *textc_digest_slot(PyObject *self, PyObject *args) {
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* Explaining a hit: the first member it carries of each concept (ranking._py_firsts). */
+
+/* The entries (ints) of a hit's concept members, in a buffer that starts on the stack. */
+typedef struct {
+    Py_ssize_t *items, size, cap;
+    Py_ssize_t local[64];
+} Entries;
+
+static int entries_add(Entries *e, PyObject *entry) {
+    Py_ssize_t value = PyLong_AsSsize_t(entry);
+    if (value < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "firsts: a negative entry");
+        return -1;
+    }
+    if (e->size == e->cap) {
+        Py_ssize_t cap = 2 * e->cap;
+        Py_ssize_t *items = e->items == e->local ? PyMem_Malloc(cap * sizeof(Py_ssize_t))
+                                                 : PyMem_Realloc(e->items, cap * sizeof(Py_ssize_t));
+        if (items == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        if (e->items == e->local) memcpy(items, e->local, e->size * sizeof(Py_ssize_t));
+        e->items = items;
+        e->cap = cap;
+    }
+    e->items[e->size++] = value;
+    return 0;
+}
+
+/* Add the entries of each of ``cues`` (a tuple) that ``members`` holds, and of ``more``. */
+static int entries_of(Entries *e, PyObject *members, PyObject *more, PyObject *cues) {
+    int any_more = PyDict_GET_SIZE(more) > 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(cues); i++) {
+        PyObject *cue = PyTuple_GET_ITEM(cues, i);
+        PyObject *entry = PyDict_GetItemWithError(members, cue);
+        if (entry == NULL) {
+            if (PyErr_Occurred()) return -1;
+            continue;
+        }
+        if (entries_add(e, entry) < 0) return -1;
+        if (!any_more) continue;
+        PyObject *others = PyDict_GetItemWithError(more, cue);
+        if (others == NULL) {
+            if (PyErr_Occurred()) return -1;
+            continue;
+        }
+        if (!PyList_Check(others)) {
+            PyErr_SetString(PyExc_TypeError, "firsts: more's values must be lists");
+            return -1;
+        }
+        for (Py_ssize_t j = 0; j < PyList_GET_SIZE(others); j++)
+            if (entries_add(e, PyList_GET_ITEM(others, j)) < 0) return -1;
+    }
+    return 0;
+}
+
+static int entry_order(const void *a, const void *b) {
+    Py_ssize_t x = *(const Py_ssize_t *)a, y = *(const Py_ssize_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The member at each concept's first entry among e's (sorted), unless ``skip`` holds it. */
+static PyObject *entries_firsts(Entries *e, PyObject *member_at, Py_ssize_t width, PyObject *skip) {
+    qsort(e->items, (size_t)e->size, sizeof(Py_ssize_t), entry_order);
+    PyObject *out = PyList_New(0);
+    Py_ssize_t before = -1;
+    for (Py_ssize_t i = 0; out != NULL && i < e->size; i++) {
+        Py_ssize_t entry = e->items[i], at = entry / width;
+        if (at == before) continue;
+        before = at;
+        if (skip != Py_None) {
+            PyObject *key = PyLong_FromSsize_t(at);
+            int skipped = key == NULL ? -1 : PySet_Contains(skip, key);
+            Py_XDECREF(key);
+            if (skipped != 0) {
+                if (skipped < 0) Py_CLEAR(out);
+                continue;
+            }
+        }
+        if (entry >= PyList_GET_SIZE(member_at)) {
+            PyErr_SetString(PyExc_IndexError, "firsts: an entry past member_at");
+            Py_CLEAR(out);
+        } else if (PyList_Append(out, PyList_GET_ITEM(member_at, entry)) < 0) {
+            Py_CLEAR(out);
+        }
+    }
+    if (out == NULL) return NULL;
+    PyObject *result = PyList_AsTuple(out);
+    Py_DECREF(out);
+    return result;
+}
+
+/* firsts(table, cues, tags, skip): ranking._py_firsts. ``table`` is a ranking._Members
+   (members, more, member_at, width); ``skip`` None or a set of concept positions. */
+static PyObject *textc_firsts(PyObject *self, PyObject *args) {
+    PyObject *table, *cues, *tags, *skip, *members, *more, *member_at;
+    Py_ssize_t width;
+    if (!PyArg_ParseTuple(args, "O!O!O!O:firsts", &PyTuple_Type, &table, &PyTuple_Type, &cues,
+                          &PyTuple_Type, &tags, &skip))
+        return NULL;
+    if (!PyArg_ParseTuple(table, "O!O!O!n:firsts table", &PyDict_Type, &members, &PyDict_Type,
+                          &more, &PyList_Type, &member_at, &width))
+        return NULL;
+    if (width < 1) {
+        PyErr_SetString(PyExc_ValueError, "firsts: width must be at least 1");
+        return NULL;
+    }
+    if (skip != Py_None && !PyAnySet_Check(skip)) {
+        PyErr_SetString(PyExc_TypeError, "firsts: skip must be None or a set");
+        return NULL;
+    }
+    Entries e = {NULL, 0, 64, {0}};
+    e.items = e.local;
+    PyObject *result = NULL;
+    if (entries_of(&e, members, more, cues) == 0 && entries_of(&e, members, more, tags) == 0)
+        result = entries_firsts(&e, member_at, width, skip);
+    if (e.items != e.local) PyMem_Free(e.items);
+    return result;
+}
+
+/* ---------------------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
     {"porter", textc_porter, METH_O, "text._porter of a word."},
@@ -2559,6 +2681,7 @@ static PyMethodDef methods[] = {
     {"flush_postings", textc_flush_postings, METH_VARARGS, "index.NamespaceIndex.flush's postings."},
     {"id_slot", textc_id_slot, METH_VARARGS, "keytables._id_slot."},
     {"digest_slot", textc_digest_slot, METH_VARARGS, "keytables._digest_slot."},
+    {"firsts", textc_firsts, METH_VARARGS, "ranking._py_firsts."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -2577,7 +2700,7 @@ PyMODINIT_FUNC PyInit__textc(void) {
         (SHARED_NAME = PyUnicode_InternFromString("_shared")) == NULL)
         return NULL;
     PyObject *m = PyModule_Create(&module);
-    if (m != NULL && (PyModule_AddIntConstant(m, "ABI_VERSION", 7) < 0 ||
+    if (m != NULL && (PyModule_AddIntConstant(m, "ABI_VERSION", 8) < 0 ||
                       PyModule_AddObjectRef(m, "StemMemo", (PyObject *)&StemMemoType) < 0))
         Py_CLEAR(m);
     return m;

@@ -20,12 +20,13 @@ from cuemap_integrations.config import RecallConfig
 from cuemap_integrations.ranking import QUERY_SOURCE, Carried, Concept, QueryPlan, plan_query
 from cuemap_integrations.records import MemoryRecord, MemoryType
 from cuemap_integrations.recordtable import RecordTable
+from cuemap_integrations.text import _C as _textc
 
 from ..conftest import T0, FakeClock
 from .test_kernel import _carried, _edit, edit_lists
 from .test_recordtable import _instants
 from .test_recordtable import records as packed_records
-from .test_topk import QUERIES, SEEDS, build
+from .test_topk import QUERIES, SEEDS, _store, build
 
 VOCABULARY = ["meeting", "meetings", "meet", "会议", "cache", "caches", "redis", "team", "lunch"]
 SOURCES = st.frozensets(st.sampled_from([QUERY_SOURCE, 1, 2, 3]), min_size=1, max_size=2)
@@ -54,6 +55,29 @@ def _reference_session_cues(plan: QueryPlan, carried: set[str], seq: int) -> tup
     return tuple(out)
 
 
+# each test of ``ranking._firsts`` runs on the Python reference and on the compiled twin
+FIRSTS = pytest.mark.parametrize(
+    "firsts",
+    [ranking._py_firsts, getattr(_textc, "firsts", None)],
+    ids=["python", "textc"],
+)
+
+
+def _skip_unbuilt(firsts: object) -> None:
+    if firsts is None:
+        pytest.skip("_textc is not built (or CUEMAP_TEXTC=0)")
+
+
+def _session_cues(
+    firsts: ranking._FirstsFn, plan: QueryPlan, cues: list[str], tags: list[str], seq: int
+) -> tuple[str, ...]:
+    """A hit's session cues as :meth:`ranking._Explainer.breakdown` finds them."""
+    concepts = plan.expanded_concepts
+    table = ranking._members([concept.members for concept in concepts])
+    return firsts(table, tuple(cues), tuple(tags), ranking._alone(concepts).get(seq))
+
+
+@FIRSTS
 @settings(max_examples=200, deadline=None)
 @given(
     concepts=st.lists(
@@ -65,20 +89,22 @@ def _reference_session_cues(plan: QueryPlan, carried: set[str], seq: int) -> tup
     seq=st.sampled_from([1, 2, 3]),
 )
 def test_session_cues_by_rank_equal_the_first_member_search(
+    firsts: ranking._FirstsFn,
     concepts: list[tuple[list[str], frozenset[int], float | None]],
     cues: list[str],
     tags: list[str],
     seq: int,
 ) -> None:
+    _skip_unbuilt(firsts)
     plan = QueryPlan(
         query="", normalized="", cues=(), expanded=(), tags=(), terms=(),
         expanded_concepts=tuple(Concept(tuple(m), 1.0, src, f) for m, src, f in concepts),
     )  # fmt: skip
-    carriers = ranking._carriers(plan)
-    got = ranking._session_cues(plan, carriers, tuple(cues) + tuple(tags), seq)
+    got = _session_cues(firsts, plan, cues, tags, seq)
     assert got == _reference_session_cues(plan, set(cues) | set(tags), seq)
 
 
+@FIRSTS
 @settings(max_examples=200, deadline=None)
 @given(
     concepts=st.lists(
@@ -89,15 +115,73 @@ def test_session_cues_by_rank_equal_the_first_member_search(
     seq=st.sampled_from([1, 2, 3]),
 )
 def test_session_cues_of_one_member_concepts_equal_the_first_member_search(
-    concepts: list[tuple[list[str], frozenset[int], float | None]], cues: list[str], seq: int
+    firsts: ranking._FirstsFn,
+    concepts: list[tuple[list[str], frozenset[int], float | None]],
+    cues: list[str],
+    seq: int,
 ) -> None:
     """Concepts of one cue each (nearly every carried concept), some sharing it."""
+    _skip_unbuilt(firsts)
     plan = QueryPlan(
         query="", normalized="", cues=(), expanded=(), tags=(), terms=(),
         expanded_concepts=tuple(Concept(tuple(m), 1.0, src, f) for m, src, f in concepts),
     )  # fmt: skip
-    got = ranking._session_cues(plan, ranking._carriers(plan), tuple(cues), seq)
+    got = _session_cues(firsts, plan, cues, [], seq)
     assert got == _reference_session_cues(plan, set(cues), seq)
+
+
+@FIRSTS
+@settings(max_examples=200, deadline=None)
+@given(
+    groups=st.lists(
+        st.lists(st.sampled_from(VOCABULARY), min_size=1, max_size=4, unique=True), max_size=6
+    ),
+    cues=st.lists(st.sampled_from(VOCABULARY), max_size=8),
+)
+def test_matched_cues_by_rank_equal_the_first_member_search(
+    firsts: ranking._FirstsFn, groups: list[list[str]], cues: list[str]
+) -> None:
+    """A hit's matched cues: of each explicit concept it carries (in plan order), the concept's
+    first member it carries (the set test per concept that ``_members`` replaced)."""
+    _skip_unbuilt(firsts)
+    present = set(cues)
+    expected = tuple(
+        next(cue for cue in group if cue in present)
+        for group in groups
+        if not present.isdisjoint(group)
+    )
+    table = ranking._members([tuple(group) for group in groups])
+    assert firsts(table, tuple(cues), (), None) == expected
+
+
+def test_compiled_firsts_rejects_what_it_cannot_read() -> None:
+    """Bad tables raise instead of reading past a list (the Python twin would raise too)."""
+    if _textc is None:
+        pytest.skip("_textc is not built (or CUEMAP_TEXTC=0)")
+    table = ranking._members([("a", "b")])
+    with pytest.raises(TypeError):
+        _textc.firsts(table, ("a",), (), [0])
+    with pytest.raises(IndexError):
+        _textc.firsts(table._replace(member_at=[]), ("a",), (), None)
+    with pytest.raises(ValueError):
+        _textc.firsts(table._replace(width=0), ("a",), (), None)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=SEEDS, query=QUERIES, picks=st.lists(st.integers(0, 399), max_size=12, unique=True))
+def test_matched_terms_of_all_hits_equal_a_test_per_hit(
+    seed: int, query: list[str], picks: list[int]
+) -> None:
+    """The terms each hit's text holds, found term by term for all the hits at once, are
+    ``holds`` asked per hit and term, in plan order."""
+    cm = _store(seed % 3, 400)  # few distinct stores, many queries
+    index = cm._indexes["default"]
+    plan = plan_query(" ".join(query), index, cm.aliases)
+    seqs = [seq for seq in (cm._seq_of.get(("default", f"m{i}")) for i in picks) if seq]
+    got = ranking._matched_terms(index, plan.terms, seqs)
+    for seq in seqs:
+        expected = tuple(t for t in plan.terms if index.terms.holds(t, seq))
+        assert got.get(seq, ()) == expected
 
 
 def _reference_weighted_concepts(
