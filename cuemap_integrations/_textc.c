@@ -2661,6 +2661,82 @@ static PyObject *textc_firsts(PyObject *self, PyObject *args) {
     return result;
 }
 
+/* Whether ``names[0:count]`` holds ``name`` (a concept's few members: a scan). */
+static int member_before(PyObject *names, Py_ssize_t count, PyObject *name) {
+    for (Py_ssize_t i = 0; i < count; i++) {
+        int same = PyObject_RichCompareBool(PyTuple_GET_ITEM(names, i), name, Py_EQ);
+        if (same != 0) return same;
+    }
+    return 0;
+}
+
+/* Give ``member`` its ``entry``: its first in ``members``, else one more in ``more``. */
+static int member_entry(PyObject *members, PyObject *more, PyObject *member, Py_ssize_t entry) {
+    PyObject *value = PyLong_FromSsize_t(entry);
+    if (value == NULL) return -1;
+    int held = PyDict_Contains(members, member), failed = held < 0;
+    if (held == 0) {
+        failed = PyDict_SetItem(members, member, value) < 0;
+    } else if (held > 0) {
+        PyObject *others = PyDict_GetItemWithError(more, member);
+        if (others == NULL && !PyErr_Occurred()) {
+            others = PyList_New(0);
+            failed = others == NULL || PyDict_SetItem(more, member, others) < 0;
+            Py_XDECREF(others); /* the dict holds it */
+        }
+        failed = failed || others == NULL || PyList_Append(others, value) < 0;
+    }
+    Py_DECREF(value);
+    return failed ? -1 : 0;
+}
+
+/* members(concepts): ranking._py_members's (members, more, member_at, width) of a sequence of
+   tuples of member strings. */
+static PyObject *textc_members(PyObject *self, PyObject *arg) {
+    PyObject *concepts = PySequence_Fast(arg, "members: concepts must be a sequence");
+    if (concepts == NULL) return NULL;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(concepts), width = 1;
+    for (Py_ssize_t at = 0; at < count; at++) {
+        PyObject *names = PySequence_Fast_GET_ITEM(concepts, at);
+        if (!PyTuple_Check(names)) {
+            PyErr_SetString(PyExc_TypeError, "members: each concept must be a tuple");
+            Py_DECREF(concepts);
+            return NULL;
+        }
+        if (PyTuple_GET_SIZE(names) >= width) width = PyTuple_GET_SIZE(names) + 1;
+    }
+    PyObject *members = PyDict_New(), *more = PyDict_New(), *member_at = PyList_New(width * count);
+    int failed = members == NULL || more == NULL || member_at == NULL;
+    for (Py_ssize_t i = 0; !failed && i < width * count; i++) {
+        Py_INCREF(Py_None);
+        PyList_SET_ITEM(member_at, i, Py_None);
+    }
+    for (Py_ssize_t at = 0; !failed && at < count; at++) {
+        PyObject *names = PySequence_Fast_GET_ITEM(concepts, at);
+        Py_ssize_t order = 0;
+        for (Py_ssize_t i = 0; !failed && i < PyTuple_GET_SIZE(names); i++) {
+            PyObject *member = PyTuple_GET_ITEM(names, i);
+            int seen = i == 0 ? 0 : member_before(names, i, member); /* dict.fromkeys */
+            if (seen != 0) {
+                failed = seen < 0;
+                continue;
+            }
+            Py_ssize_t entry = at * width + order++;
+            failed = member_entry(members, more, member, entry) < 0;
+            if (!failed) {
+                Py_INCREF(member);
+                PyList_SetItem(member_at, entry, member); /* drops the None */
+            }
+        }
+    }
+    Py_DECREF(concepts);
+    PyObject *result = failed ? NULL : Py_BuildValue("(OOOn)", members, more, member_at, width);
+    Py_XDECREF(members);
+    Py_XDECREF(more);
+    Py_XDECREF(member_at);
+    return result;
+}
+
 /* ---------------------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
@@ -2682,6 +2758,7 @@ static PyMethodDef methods[] = {
     {"id_slot", textc_id_slot, METH_VARARGS, "keytables._id_slot."},
     {"digest_slot", textc_digest_slot, METH_VARARGS, "keytables._digest_slot."},
     {"firsts", textc_firsts, METH_VARARGS, "ranking._py_firsts."},
+    {"members", textc_members, METH_O, "ranking._py_members."},
     {NULL, NULL, 0, NULL},
 };
 

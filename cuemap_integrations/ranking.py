@@ -15,6 +15,8 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from functools import partial
+from itertools import compress
+from operator import eq
 from typing import NamedTuple
 
 from .aliases import AliasTable
@@ -317,31 +319,27 @@ def _concepts_of(
     concepts in one comprehension (as :func:`_single_concept`), and only cues sharing a
     concept are merged (:func:`_weighted_concept`), where the first of them stood."""
     found = aliases.concepts(cues)  # (key, members) of each
-    keys = [key for key, _ in found]
-    # each key -> where it first occurs (the reversed pairs: an earlier one is written last)
-    first = dict(zip(reversed(keys), range(len(keys) - 1, -1, -1), strict=True))
+    # each cue -> where its concept first occurs (a key is a tuple: its hash is not kept, so
+    # each key is hashed once, here)
+    owner: dict[object, int] = {}
+    at_first = [owner.setdefault(key, at) for at, (key, _) in enumerate(found)]
     new = tuple.__new__  # a NamedTuple's own __new__ is a Python function
-    if len(first) == len(keys):
-        # no two cues share a concept (nearly every pass): each is its own concept's first, so
-        # no key is hashed again to ask (a key is a tuple: its hash is not kept)
-        return tuple(
-            new(Concept, (members if members == (cue,) else _names(cue, members), weight,
-                          frozenset(item.sources), item.self_factor))
-            for item, cue, weight, (_, members) in zip(items, cues, weights, found, strict=True)
-        )  # fmt: skip
+    # each cue as its own concept (as :func:`_single_concept`) in one comprehension: a
+    # feedback pass carries some sixty cues, nearly all alone in their concept
+    concepts = [
+        new(Concept, (members if members == (cue,) else _names(cue, members), weight,
+                      frozenset(item.sources), item.self_factor))
+        for item, cue, weight, (_, members) in zip(items, cues, weights, found, strict=True)
+    ]  # fmt: skip
+    if len(owner) == len(found):  # no two cues share a concept
+        return tuple(concepts)
     shared: dict[int, list[int]] = {}  # a first occurrence -> its concept's later cues
-    for at, key in enumerate(keys):
-        if first[key] != at:
-            shared.setdefault(first[key], []).append(at)
-    return tuple(
-        _weighted_concept([(items[j], found[j][1]) for j in (at, *shared[at])])
-        if at in shared
-        else new(Concept, (members if members == (cue,) else _names(cue, members), weight,
-                           frozenset(item.sources), item.self_factor))
-        for at, item, cue, weight, (_, members) in zip(range(len(items)), items, cues, weights,
-                                                       found, strict=True)
-        if first[keys[at]] == at
-    )  # fmt: skip
+    for at, first in enumerate(at_first):
+        if first != at:
+            shared.setdefault(first, []).append(at)
+    for first, later in shared.items():  # merged where the first of them stood
+        concepts[first] = _weighted_concept([(items[j], found[j][1]) for j in (first, *later)])
+    return tuple(compress(concepts, map(eq, at_first, range(len(at_first)))))
 
 
 def _names(cue: str, members: tuple[str, ...]) -> tuple[str, ...]:
@@ -454,7 +452,15 @@ class _Members(NamedTuple):
 def _members(concepts: Sequence[tuple[str, ...]]) -> _Members:
     """The concepts by member (see :class:`_Members`): the member a hit carries of least entry
     is its concept's first (searching each matched concept's members for it instead: 24 vs
-    17 us per explained hit, 400 hits of bench queries at 30k memories)."""
+    17 us per explained hit, 400 hits of bench queries at 30k memories). By ``_textc.members``
+    when built (a feedback pass carries some sixty concepts, a loop step each in Python)."""
+    if _textc is None:
+        return _py_members(concepts)
+    return _Members._make(_textc.members(concepts))
+
+
+def _py_members(concepts: Sequence[tuple[str, ...]]) -> _Members:
+    """:func:`_members` in Python (the reference of the compiled one)."""
     width = 1 + max(map(len, concepts), default=0)
     members: dict[str, int] = {}
     more: dict[str, list[int]] = {}
@@ -475,14 +481,14 @@ def _alone(concepts: Sequence[Concept]) -> dict[int, set[int]]:
     """Memory -> the positions of the carried ``concepts`` that came from it alone with no
     self help (self factor 0: feedback)."""
     alone: dict[int, set[int]] = {}
-    for at, (_, _, sources, self_factor) in enumerate(concepts):
-        if self_factor == 0.0 and len(sources) == 1:
-            source = next(iter(sources))
-            mine = alone.get(source)  # not setdefault: no empty set made for a known source
-            if mine is None:
-                alone[source] = {at}
-            else:
-                mine.add(at)
+    ones = [(at, sources) for at, (_, _, sources, factor) in enumerate(concepts)
+            if factor == 0.0 and len(sources) == 1]  # fmt: skip
+    for at, (source,) in ones:  # a set of one unpacked: no iterator made
+        mine = alone.get(source)  # not setdefault: no empty set made for a known source
+        if mine is None:
+            alone[source] = {at}
+        else:
+            mine.add(at)
     return alone
 
 

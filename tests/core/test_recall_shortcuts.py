@@ -154,6 +154,19 @@ def test_matched_cues_by_rank_equal_the_first_member_search(
     assert firsts(table, tuple(cues), (), None) == expected
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    concepts=st.lists(
+        st.lists(st.sampled_from(VOCABULARY), min_size=1, max_size=4).map(tuple), max_size=10
+    )
+)
+def test_compiled_members_equal_the_python_ones(concepts: list[tuple[str, ...]]) -> None:
+    """Concepts by member (repeated members within and across concepts included)."""
+    if _textc is None:
+        pytest.skip("_textc is not built (or CUEMAP_TEXTC=0)")
+    assert ranking._Members._make(_textc.members(concepts)) == ranking._py_members(concepts)
+
+
 def test_compiled_firsts_rejects_what_it_cannot_read() -> None:
     """Bad tables raise instead of reading past a list (the Python twin would raise too)."""
     if _textc is None:
@@ -165,6 +178,8 @@ def test_compiled_firsts_rejects_what_it_cannot_read() -> None:
         _textc.firsts(table._replace(member_at=[]), ("a",), (), None)
     with pytest.raises(ValueError):
         _textc.firsts(table._replace(width=0), ("a",), (), None)
+    with pytest.raises(TypeError):
+        _textc.members([["a"]])
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
