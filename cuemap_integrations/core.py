@@ -926,9 +926,11 @@ class CueMap:
         """Count the access after ranking, so it can never change the ranking that caused it."""
         if not (self.config.track_access or always):
             return
+        pending = self._access
         for seq in seqs:
-            count, _ = self._access.get(seq, (self._records.row(seq).access_count, now))
-            self._access[seq] = (count + 1, now)
+            held = pending.get(seq)  # the row is read only for a count not pending already
+            count = self._records.row(seq).access_count if held is None else held[0]
+            pending[seq] = (count + 1, now)
         if len(self._access) >= _ACCESS_FLUSH_EVERY:
             self._flush_access()
 
@@ -1127,7 +1129,8 @@ class CueMap:
 
 def _cues_and_tags(docs: DocTable, seq: int) -> tuple[str, ...]:
     """What memory ``seq`` lends a later pass or turn: its indexed cues, then its tags."""
-    return docs.cues(seq) + docs.tags(seq)
+    cues, tags = docs.cues_and_tags(seq)
+    return cues + tags if tags else cues
 
 
 _Source = TypeVar("_Source", int, str)
