@@ -2737,6 +2737,47 @@ static PyObject *textc_members(PyObject *self, PyObject *arg) {
     return result;
 }
 
+/* lend(cues, lent, share, source): core._py_lend, one lender's cues into ``cues`` (a dict:
+   cue -> (share, [source, ...])). */
+static PyObject *textc_lend(PyObject *self, PyObject *args) {
+    PyObject *cues, *given, *share, *source;
+    if (!PyArg_ParseTuple(args, "O!OOO:lend", &PyDict_Type, &cues, &given, &share, &source))
+        return NULL;
+    PyObject *lent = PySequence_Fast(given, "lend: lent must be a sequence");
+    if (lent == NULL) return NULL;
+    int failed = 0;
+    for (Py_ssize_t i = 0; !failed && i < PySequence_Fast_GET_SIZE(lent); i++) {
+        PyObject *cue = PySequence_Fast_GET_ITEM(lent, i);
+        PyObject *held = PyDict_GetItemWithError(cues, cue), *entry = NULL;
+        if (held == NULL) {
+            failed = PyErr_Occurred() != NULL;
+            if (!failed) {
+                entry = Py_BuildValue("(O[O])", share, source);
+                failed = entry == NULL || PyDict_SetItem(cues, cue, entry) < 0;
+            }
+        } else if (!PyTuple_Check(held) || PyTuple_GET_SIZE(held) != 2 ||
+                   !PyList_Check(PyTuple_GET_ITEM(held, 1))) {
+            PyErr_SetString(PyExc_TypeError, "lend: each entry must be (share, list)");
+            failed = 1;
+        } else {
+            PyObject *sources = PyTuple_GET_ITEM(held, 1);
+            /* each cue's own list (the query's too) */
+            int more = PyList_Append(sources, source) < 0
+                           ? -1
+                           : PyObject_RichCompareBool(share, PyTuple_GET_ITEM(held, 0), Py_GT);
+            if (more > 0) {
+                entry = PyTuple_Pack(2, share, sources);
+                more = entry == NULL || PyDict_SetItem(cues, cue, entry) < 0 ? -1 : 1;
+            }
+            failed = more < 0;
+        }
+        Py_XDECREF(entry);
+    }
+    Py_DECREF(lent);
+    if (failed) return NULL;
+    Py_RETURN_NONE;
+}
+
 /* ---------------------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
@@ -2759,6 +2800,7 @@ static PyMethodDef methods[] = {
     {"digest_slot", textc_digest_slot, METH_VARARGS, "keytables._digest_slot."},
     {"firsts", textc_firsts, METH_VARARGS, "ranking._py_firsts."},
     {"members", textc_members, METH_O, "ranking._py_members."},
+    {"lend", textc_lend, METH_VARARGS, "core._py_lend."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -60,6 +60,7 @@ from .results import ConflictNote, Hit, NoteKind, RecallResult, RecallTrace
 from .sessions import open_sessions
 from .store import SessionStore, SharedStore, Store, open_store
 from .sync import ChangeFeed, RemoteChanges, SyncMode, check_sync
+from .text import _C as _textc
 from .text import derive_cues
 from .textkeys import TextMemo, text_keys
 from .threads import Threads, thread_of
@@ -1153,16 +1154,33 @@ def _lent(
         share = score / best if best > 0 else 0.0
         if share < min_share:
             break
-        rounded = round(share, 6)
-        for cue in cues_of(source):
-            held = cues.get(cue)
-            if held is None:
-                cues[cue] = (rounded, [source])
-                continue
-            held[1].append(source)  # each cue's own list (the query's too)
-            if rounded > held[0]:
-                cues[cue] = (rounded, held[1])
+        _lend(cues, cues_of(source), round(share, 6), source)
     return cues
+
+
+def _py_lend(
+    cues: dict[str, tuple[float, list[_Source]]],
+    lent: tuple[str, ...],
+    share: float,
+    source: _Source,
+) -> None:
+    """One lender's cues (``lent``, at its rounded ``share``) into ``cues`` (:func:`_lent`):
+    a new cue comes from this ``source`` alone, a known one adds it to its sources and keeps
+    the higher share."""
+    for cue in lent:
+        held = cues.get(cue)
+        if held is None:
+            cues[cue] = (share, [source])
+            continue
+        held[1].append(source)  # each cue's own list (the query's too)
+        if share > held[0]:
+            cues[cue] = (share, held[1])
+
+
+# the compiled twin when built: a feedback pass lends some hundred cues, a loop step each
+_lend: Callable[[dict[str, tuple[float, list[Any]]], tuple[str, ...], float, Any], None] = (
+    _py_lend if _textc is None else _textc.lend
+)
 
 
 class _Counts(Mapping[int, int]):

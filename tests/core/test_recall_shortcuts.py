@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cuemap_integrations import CueMap, arrays, kernel, ranking, scoring, topk
+from cuemap_integrations import CueMap, arrays, core, kernel, ranking, scoring, topk
 from cuemap_integrations.aliases import AliasTable
 from cuemap_integrations.config import RecallConfig
 from cuemap_integrations.ranking import QUERY_SOURCE, Carried, Concept, QueryPlan, plan_query
@@ -167,6 +167,33 @@ def test_compiled_members_equal_the_python_ones(concepts: list[tuple[str, ...]])
     assert ranking._Members._make(_textc.members(concepts)) == ranking._py_members(concepts)
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    query=st.lists(st.sampled_from(VOCABULARY), max_size=3),
+    lenders=st.lists(
+        st.tuples(
+            st.lists(st.sampled_from(VOCABULARY), max_size=6),
+            st.sampled_from([1.0, 0.5, 0.333333, 0.75, 0.0]),
+        ),
+        max_size=5,
+    ),
+)
+def test_compiled_lend_equals_the_python_one(
+    query: list[str], lenders: list[tuple[list[str], float]]
+) -> None:
+    """Lenders' cues taken in turn (repeated cues, lower and higher shares) give the same
+    cues, shares, source lists and order."""
+    if _textc is None:
+        pytest.skip("_textc is not built (or CUEMAP_TEXTC=0)")
+    held: list[dict[str, tuple[float, list[int]]]] = []
+    for lend in (core._py_lend, _textc.lend):
+        cues: dict[str, tuple[float, list[int]]] = {cue: (1.0, [-1]) for cue in query}
+        for source, (lent, share) in enumerate(lenders):
+            lend(cues, tuple(lent), share, source)
+        held.append(cues)
+    assert list(held[0].items()) == list(held[1].items())
+
+
 def test_compiled_firsts_rejects_what_it_cannot_read() -> None:
     """Bad tables raise instead of reading past a list (the Python twin would raise too)."""
     if _textc is None:
@@ -180,6 +207,8 @@ def test_compiled_firsts_rejects_what_it_cannot_read() -> None:
         _textc.firsts(table._replace(width=0), ("a",), (), None)
     with pytest.raises(TypeError):
         _textc.members([["a"]])
+    with pytest.raises(TypeError):
+        _textc.lend({"a": (1.0, ())}, ("a",), 0.5, 1)
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
