@@ -725,9 +725,7 @@ class RecordTable(MutableMapping[int, MemoryRecord]):
         """Give memory ``seq`` this access count and last access time (a flush of the counts
         recalls keep): only its row's ``extra`` is rewritten, to what packing the record with
         them writes (a count and a time are never their defaults, 0 and None), where building
-        the record and packing it again cost ~7 us a memory, most of a flush. A record kept
-        built (:data:`RECENT`) is given the two new values instead of being dropped: hits recur
-        (a quarter of bench scale's), and building one again cost more than the copy."""
+        the record and packing it again cost ~7 us a memory, most of a flush."""
         extra = self.row(seq).extra
         if not extra or extra[::2] == _ACCESS_NAMES:  # no other field (nearly every row)
             self._extra[seq] = ("last_accessed", when, "access_count", count)  # _EXTRA's order
@@ -736,10 +734,9 @@ class RecordTable(MutableMapping[int, MemoryRecord]):
             held.update(access_count=count, last_accessed=when)
             pairs = sorted(held.items(), key=_extra_rank)
             self._extra[seq] = tuple(chain.from_iterable(pairs))
-        recent = self._recent
-        if seq in recent:  # the built record with the two fields unpacking the row now gives
-            values = {**recent[seq].__dict__, "access_count": count, "last_accessed": when}
-            recent[seq] = MemoryRecord._unchecked(values)
+        # a record kept built is dropped, not given the new values: most flushed memories are
+        # not read again before they leave the cache (a copy each cost more than it saved)
+        self._recent.pop(seq, None)
 
     def stamps(self, seqs: Iterable[int]) -> list[float | datetime]:
         """The :attr:`Row.stamp` (``created_at``) of each of ``seqs``, read in one C-level pass

@@ -410,14 +410,14 @@ def test_counting_an_access_in_place_packs_the_row_a_new_record_would(
     record: MemoryRecord, count: int, when: datetime, cached: bool, flushes: int
 ) -> None:
     """``RecordTable.accessed`` (the flush of recall counts) leaves the row that packing the
-    record with that count and time gives, and a read sees the new record, whether it was
+    record with that count and time gives, and a read sees the new record, whether one was
     kept built or not (and a second flush of the same row, whose extra fields are then the
     two access fields, too)."""
     when = record.evolve(last_accessed=when).last_accessed  # in UTC, as the store's clock
     table, reference = RecordTable(), RecordTable()
     table[3] = record
     if cached:
-        table[3]  # noqa: B018  # a record built before the change is given the new values
+        table[3]  # noqa: B018  # a record built before the change must not be read after it
     for _ in range(flushes - 1):
         table.accessed(3, count + 1, T0)
     table.accessed(3, count, when)
