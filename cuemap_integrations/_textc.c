@@ -2778,6 +2778,79 @@ static PyObject *textc_lend(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* A carried cue's concept's names: (cue, *members) without repeats (ranking._names), or
+   ``members`` itself when it is (cue,). */
+static PyObject *concept_names(PyObject *cue, PyObject *members) {
+    if (!PyTuple_Check(members)) {
+        PyErr_SetString(PyExc_TypeError, "single_concepts: members must be tuples");
+        return NULL;
+    }
+    Py_ssize_t size = PyTuple_GET_SIZE(members);
+    if (size == 1) {
+        int same = PyObject_RichCompareBool(PyTuple_GET_ITEM(members, 0), cue, Py_EQ);
+        if (same != 0) return same < 0 ? NULL : Py_NewRef(members);
+    }
+    PyObject *names = PyTuple_New(size + 1);
+    if (names == NULL) return NULL;
+    PyTuple_SET_ITEM(names, 0, Py_NewRef(cue));
+    Py_ssize_t count = 1;
+    for (Py_ssize_t i = 0; i < size; i++) {
+        PyObject *name = PyTuple_GET_ITEM(members, i);
+        int seen = member_before(names, count, name);
+        if (seen < 0) {
+            Py_DECREF(names);
+            return NULL;
+        }
+        if (!seen) PyTuple_SET_ITEM(names, count++, Py_NewRef(name));
+    }
+    if (count < size + 1 && _PyTuple_Resize(&names, count) < 0) return NULL;
+    return names;
+}
+
+/* single_concepts(concept_type, items, weights, found): ranking._py_single_concepts, each
+   carried cue (a Carried) as its own concept: concept_type(names, weight, sources,
+   self_factor). */
+static PyObject *textc_single_concepts(PyObject *self, PyObject *args) {
+    PyTypeObject *type;
+    PyObject *items, *weights, *found;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!:single_concepts", &PyType_Type, &type, &PyList_Type,
+                          &items, &PyList_Type, &weights, &PyList_Type, &found))
+        return NULL;
+    Py_ssize_t count = PyList_GET_SIZE(items);
+    if (!PyType_IsSubtype(type, &PyTuple_Type) || PyList_GET_SIZE(weights) != count ||
+        PyList_GET_SIZE(found) != count) {
+        PyErr_SetString(PyExc_ValueError, "single_concepts: a tuple type and lists of one size");
+        return NULL;
+    }
+    PyObject *out = PyList_New(count);
+    for (Py_ssize_t i = 0; out != NULL && i < count; i++) {
+        PyObject *item = PyList_GET_ITEM(items, i), *pair = PyList_GET_ITEM(found, i);
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 4 || !PyTuple_Check(pair) ||
+            PyTuple_GET_SIZE(pair) != 2) {
+            PyErr_SetString(PyExc_TypeError, "single_concepts: Carried items, (key, members) pairs");
+            Py_CLEAR(out);
+            break;
+        }
+        PyObject *sources = PyTuple_GET_ITEM(item, 2);
+        PyObject *names = concept_names(PyTuple_GET_ITEM(item, 0), PyTuple_GET_ITEM(pair, 1));
+        PyObject *frozen = PyFrozenSet_CheckExact(sources) ? Py_NewRef(sources)
+                                                          : PyFrozenSet_New(sources);
+        PyObject *concept = names == NULL || frozen == NULL ? NULL : type->tp_alloc(type, 4);
+        if (concept == NULL) {
+            Py_XDECREF(names);
+            Py_XDECREF(frozen);
+            Py_CLEAR(out);
+            break;
+        }
+        PyTuple_SET_ITEM(concept, 0, names);
+        PyTuple_SET_ITEM(concept, 1, Py_NewRef(PyList_GET_ITEM(weights, i)));
+        PyTuple_SET_ITEM(concept, 2, frozen);
+        PyTuple_SET_ITEM(concept, 3, Py_NewRef(PyTuple_GET_ITEM(item, 3)));
+        PyList_SET_ITEM(out, i, concept);
+    }
+    return out;
+}
+
 /* ---------------------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
@@ -2801,6 +2874,7 @@ static PyMethodDef methods[] = {
     {"firsts", textc_firsts, METH_VARARGS, "ranking._py_firsts."},
     {"members", textc_members, METH_O, "ranking._py_members."},
     {"lend", textc_lend, METH_VARARGS, "core._py_lend."},
+    {"single_concepts", textc_single_concepts, METH_VARARGS, "ranking._py_single_concepts."},
     {NULL, NULL, 0, NULL},
 };
 

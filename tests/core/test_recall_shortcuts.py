@@ -194,6 +194,35 @@ def test_compiled_lend_equals_the_python_one(
     assert list(held[0].items()) == list(held[1].items())
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    items=st.lists(
+        st.tuples(
+            st.sampled_from(VOCABULARY),
+            st.lists(st.sampled_from(VOCABULARY), max_size=3).map(tuple),
+            st.floats(-1.0, 2.0),
+            SOURCES.map(lambda s: s if len(s) % 2 else set(s)),  # a set too: made frozen
+            FACTORS,
+        ),
+        max_size=8,
+    )
+)
+def test_compiled_single_concepts_equal_the_python_ones(
+    items: list[tuple[str, tuple[str, ...], float, frozenset[int] | set[int], float | None]],
+) -> None:
+    """Each carried cue as its own concept: its names (the cue first, then its concept's
+    members, each once), weight, sources as a frozenset, and self factor."""
+    if _textc is None:
+        pytest.skip("_textc is not built (or CUEMAP_TEXTC=0)")
+    carried = [Carried(cue, weight, sources, factor) for cue, _, weight, sources, factor in items]  # type: ignore[arg-type]
+    weights = [max(item.weight, 0.0) for item in carried]
+    found: list[tuple[object, tuple[str, ...]]] = [("key", members) for _, members, *_ in items]
+    got = _textc.single_concepts(Concept, carried, weights, found)
+    expected = ranking._py_single_concepts(Concept, carried, weights, found)
+    assert got == expected
+    assert all(type(c) is Concept and type(c.sources) is frozenset for c in got)
+
+
 def test_compiled_firsts_rejects_what_it_cannot_read() -> None:
     """Bad tables raise instead of reading past a list (the Python twin would raise too)."""
     if _textc is None:
@@ -209,6 +238,8 @@ def test_compiled_firsts_rejects_what_it_cannot_read() -> None:
         _textc.members([["a"]])
     with pytest.raises(TypeError):
         _textc.lend({"a": (1.0, ())}, ("a",), 0.5, 1)
+    with pytest.raises(ValueError):
+        _textc.single_concepts(Concept, [Carried("a", 1.0)], [], [])
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
