@@ -2851,6 +2851,62 @@ static PyObject *textc_single_concepts(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* lent_carried(carried_type, cues, explicit, scale, alone): core._py_lent_carried, the
+   feedback pass's carried cues: carried_type(cue, weight * scale, sources, 0.0) of each
+   ``cue -> (weight, seqs)`` of ``cues`` not in ``explicit``, its sources alone[seq] for one
+   seq, else frozenset(seqs). */
+static PyObject *textc_lent_carried(PyObject *self, PyObject *args) {
+    PyTypeObject *type;
+    PyObject *cues, *explicit, *scale, *alone;
+    if (!PyArg_ParseTuple(args, "O!O!O!OO!:lent_carried", &PyType_Type, &type, &PyDict_Type,
+                          &cues, &PySet_Type, &explicit, &scale, &PyDict_Type, &alone))
+        return NULL;
+    if (!PyType_IsSubtype(type, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "lent_carried: a tuple type");
+        return NULL;
+    }
+    PyObject *out = PyList_New(0), *cue, *held, *zero = PyFloat_FromDouble(0.0);
+    Py_ssize_t at = 0;
+    while (out != NULL && zero != NULL && PyDict_Next(cues, &at, &cue, &held)) {
+        int mine = PySet_Contains(explicit, cue);
+        if (mine != 0) {
+            if (mine < 0) Py_CLEAR(out);
+            continue;
+        }
+        if (!PyTuple_Check(held) || PyTuple_GET_SIZE(held) != 2 ||
+            !PyList_Check(PyTuple_GET_ITEM(held, 1))) {
+            PyErr_SetString(PyExc_TypeError, "lent_carried: each entry must be (weight, list)");
+            Py_CLEAR(out);
+            break;
+        }
+        PyObject *seqs = PyTuple_GET_ITEM(held, 1), *sources;
+        if (PyList_GET_SIZE(seqs) == 1) {
+            sources = PyDict_GetItemWithError(alone, PyList_GET_ITEM(seqs, 0));
+            if (sources == NULL && !PyErr_Occurred())
+                PyErr_SetObject(PyExc_KeyError, PyList_GET_ITEM(seqs, 0));
+            Py_XINCREF(sources);
+        } else {
+            sources = PyFrozenSet_New(seqs);
+        }
+        PyObject *weight = sources == NULL ? NULL : PyNumber_Multiply(PyTuple_GET_ITEM(held, 0), scale);
+        PyObject *carried = weight == NULL ? NULL : type->tp_alloc(type, 4);
+        if (carried == NULL) {
+            Py_XDECREF(sources);
+            Py_XDECREF(weight);
+            Py_CLEAR(out);
+            break;
+        }
+        PyTuple_SET_ITEM(carried, 0, Py_NewRef(cue));
+        PyTuple_SET_ITEM(carried, 1, weight);
+        PyTuple_SET_ITEM(carried, 2, sources);
+        PyTuple_SET_ITEM(carried, 3, Py_NewRef(zero));
+        if (PyList_Append(out, carried) < 0) Py_CLEAR(out);
+        Py_DECREF(carried);
+    }
+    Py_XDECREF(zero);
+    return out;
+}
+
 /* ---------------------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
@@ -2875,6 +2931,7 @@ static PyMethodDef methods[] = {
     {"members", textc_members, METH_O, "ranking._py_members."},
     {"lend", textc_lend, METH_VARARGS, "core._py_lend."},
     {"single_concepts", textc_single_concepts, METH_VARARGS, "ranking._py_single_concepts."},
+    {"lent_carried", textc_lent_carried, METH_VARARGS, "core._py_lent_carried."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -908,13 +908,7 @@ class CueMap:
         # most cues come from one memory: its set of one seq made once, shared (it is frozen)
         alone = {seq: frozenset((seq,)) for seq, _ in first.best[: cfg.feedback_hits]}
         alone[QUERY_SOURCE] = frozenset((QUERY_SOURCE,))
-        scale, new = cfg.feedback_weight, tuple.__new__  # Carried's own __new__ is Python code
-        return [  # self factor 0: feedback finds what is related to the hits, not the hits again
-            new(Carried, (cue, weight * scale, alone[seqs[0]] if len(seqs) == 1
-                          else frozenset(seqs), 0.0))
-            for cue, (weight, seqs) in cues.items()
-            if cue not in explicit
-        ]  # fmt: skip
+        return _lent_carried(Carried, cues, explicit, cfg.feedback_weight, alone)
 
     def _carried(self, namespace: str, cue: str, weight: float, ids: Sequence[str]) -> Carried:
         """A session's carried cue with its source memory ids resolved to sequence numbers."""
@@ -1177,10 +1171,40 @@ def _py_lend(
             cues[cue] = (share, held[1])
 
 
-# the compiled twin when built: a feedback pass lends some hundred cues, a loop step each
+def _py_lent_carried(
+    carried: type[Carried],
+    cues: dict[str, tuple[float, list[int]]],
+    explicit: set[str],
+    scale: float,
+    alone: dict[int, frozenset[int]],
+) -> list[Carried]:
+    """The feedback pass's lent ``cues`` (:func:`_lent`) but the query's ``explicit`` ones,
+    as ``carried`` cues weighted by ``scale``; a cue from one memory gets that memory's
+    shared set of one (``alone``). Self factor 0: feedback finds what is related to the hits,
+    not the hits again."""
+    new = tuple.__new__  # Carried's own __new__ is Python code
+    return [
+        new(carried, (cue, weight * scale, alone[seqs[0]] if len(seqs) == 1
+                      else frozenset(seqs), 0.0))
+        for cue, (weight, seqs) in cues.items()
+        if cue not in explicit
+    ]  # fmt: skip
+
+
+# the compiled twins when built: a feedback pass lends some hundred cues, a loop step each
 _lend: Callable[[dict[str, tuple[float, list[Any]]], tuple[str, ...], float, Any], None] = (
     _py_lend if _textc is None else _textc.lend
 )
+_lent_carried: Callable[
+    [
+        type[Carried],
+        dict[str, tuple[float, list[int]]],
+        set[str],
+        float,
+        dict[int, frozenset[int]],
+    ],
+    list[Carried],
+] = _py_lent_carried if _textc is None else _textc.lent_carried
 
 
 class _Counts(Mapping[int, int]):

@@ -223,6 +223,35 @@ def test_compiled_single_concepts_equal_the_python_ones(
     assert all(type(c) is Concept and type(c.sources) is frozenset for c in got)
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    cues=st.dictionaries(
+        st.sampled_from(VOCABULARY),
+        st.tuples(
+            st.sampled_from([1.0, 0.5, 0.333333]),
+            st.lists(st.sampled_from([QUERY_SOURCE, 1, 2, 3]), min_size=1, max_size=3),
+        ),
+        max_size=8,
+    ),
+    explicit=st.sets(st.sampled_from(VOCABULARY), max_size=3),
+    scale=st.sampled_from([0.5, 0.3, 1]),
+)
+def test_compiled_lent_carried_equal_the_python_ones(
+    cues: dict[str, tuple[float, list[int]]], explicit: set[str], scale: float
+) -> None:
+    """The feedback pass's carried cues: each lent cue but the explicit ones, in order, its
+    weight scaled, its sources the shared set of one for one memory (the same object)."""
+    if _textc is None:
+        pytest.skip("_textc is not built (or CUEMAP_TEXTC=0)")
+    alone = {seq: frozenset((seq,)) for seq in (QUERY_SOURCE, 1, 2, 3)}
+    got = _textc.lent_carried(Carried, cues, explicit, scale, alone)
+    expected = core._py_lent_carried(Carried, cues, explicit, scale, alone)
+    assert got == expected
+    assert [type(c) for c in got] == [Carried] * len(got)
+    assert all(c.sources is alone[seqs[0]] for c, (_, seqs) in
+               zip(got, (cues[c.cue] for c in got), strict=True) if len(seqs) == 1)  # fmt: skip
+
+
 def test_compiled_firsts_rejects_what_it_cannot_read() -> None:
     """Bad tables raise instead of reading past a list (the Python twin would raise too)."""
     if _textc is None:
@@ -240,6 +269,8 @@ def test_compiled_firsts_rejects_what_it_cannot_read() -> None:
         _textc.lend({"a": (1.0, ())}, ("a",), 0.5, 1)
     with pytest.raises(ValueError):
         _textc.single_concepts(Concept, [Carried("a", 1.0)], [], [])
+    with pytest.raises(KeyError):
+        _textc.lent_carried(Carried, {"a": (1.0, [7])}, set(), 0.5, {})
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
