@@ -2907,6 +2907,43 @@ static PyObject *textc_lent_carried(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* carried_parts(expanded, explicit): ranking._py_carried_parts, the carried cues of
+   ``expanded`` (Carried tuples) whose cue ``explicit`` does not hold, their cues, and their
+   weights as the strongest of one (from 0.0). */
+static PyObject *textc_carried_parts(PyObject *self, PyObject *args) {
+    PyObject *given, *explicit;
+    if (!PyArg_ParseTuple(args, "OO!:carried_parts", &given, &PySet_Type, &explicit)) return NULL;
+    PyObject *expanded = PySequence_Fast(given, "carried_parts: expanded must be a sequence");
+    if (expanded == NULL) return NULL;
+    PyObject *carried = PyList_New(0), *cues = PyList_New(0), *weights = PyList_New(0);
+    PyObject *zero = PyFloat_FromDouble(0.0), *result = NULL;
+    int failed = carried == NULL || cues == NULL || weights == NULL || zero == NULL;
+    for (Py_ssize_t i = 0; !failed && i < PySequence_Fast_GET_SIZE(expanded); i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(expanded, i);
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 4) {
+            PyErr_SetString(PyExc_TypeError, "carried_parts: Carried items");
+            failed = 1;
+            break;
+        }
+        PyObject *cue = PyTuple_GET_ITEM(item, 0), *weight = PyTuple_GET_ITEM(item, 1);
+        int mine = PySet_Contains(explicit, cue);
+        if (mine != 0) {
+            failed = mine < 0;
+            continue;
+        }
+        int positive = PyObject_RichCompareBool(weight, zero, Py_GT);
+        failed = positive < 0 || PyList_Append(carried, item) < 0 ||
+                 PyList_Append(cues, cue) < 0 || PyList_Append(weights, positive ? weight : zero) < 0;
+    }
+    if (!failed) result = PyTuple_Pack(3, carried, cues, weights);
+    Py_DECREF(expanded);
+    Py_XDECREF(carried);
+    Py_XDECREF(cues);
+    Py_XDECREF(weights);
+    Py_XDECREF(zero);
+    return result;
+}
+
 /* ---------------------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
@@ -2932,6 +2969,7 @@ static PyMethodDef methods[] = {
     {"lend", textc_lend, METH_VARARGS, "core._py_lend."},
     {"single_concepts", textc_single_concepts, METH_VARARGS, "ranking._py_single_concepts."},
     {"lent_carried", textc_lent_carried, METH_VARARGS, "core._py_lent_carried."},
+    {"carried_parts", textc_carried_parts, METH_VARARGS, "ranking._py_carried_parts."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -245,12 +245,9 @@ def with_carried(plan: QueryPlan, expanded: Sequence[Carried], aliases: AliasTab
     """``plan`` with these carried cues (the query itself is not read again; explicit cues win)."""
     if not expanded and not plan.expanded and not plan.expanded_concepts:
         return plan  # nothing carried, before or now (a first pass): the plan as it is
-    explicit = set(plan.flat_cues)
-    carried = [item for item in expanded if item[0] not in explicit]
     # the cues and their weights read once for both the strongest weights and the concepts
-    # (the feedback pass carries some fifty: each loop over them is a few us of a recall)
-    cues = [item[0] for item in carried]
-    weights = [w if w > 0.0 else 0.0 for _, w, _, _ in carried]  # each as its strongest of one
+    # (the feedback pass carries some sixty: each loop over them is a few us of a recall)
+    carried, cues, weights = _carried_parts(expanded, set(plan.flat_cues))
     strongest = dict(zip(cues, weights, strict=True))
     if len(strongest) < len(cues):  # a cue carried twice (by a session turn and feedback)
         strongest = dict(_strongest(carried))
@@ -259,6 +256,22 @@ def with_carried(plan: QueryPlan, expanded: Sequence[Carried], aliases: AliasTab
         expanded=tuple(strongest.items()),
         expanded_concepts=_concepts_of(carried, cues, weights, aliases),
     )
+
+
+def _py_carried_parts(
+    expanded: Sequence[Carried], explicit: set[str]
+) -> tuple[list[Carried], list[str], list[float]]:
+    """The carried cues of ``expanded`` that are not ``explicit`` (explicit cues win), their
+    cues, and their weights each as its strongest of one (from 0.0)."""
+    carried = [item for item in expanded if item[0] not in explicit]
+    cues = [item[0] for item in carried]
+    return carried, cues, [w if w > 0.0 else 0.0 for _, w, _, _ in carried]
+
+
+# the compiled twin when built (three Python loops over some sixty cues per feedback pass)
+_carried_parts: Callable[
+    [Sequence[Carried], set[str]], tuple[list[Carried], list[str], list[float]]
+] = _py_carried_parts if _textc is None else _textc.carried_parts
 
 
 def _strongest(carried: Iterable[Carried]) -> tuple[tuple[str, float], ...]:

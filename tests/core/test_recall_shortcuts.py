@@ -252,6 +252,33 @@ def test_compiled_lent_carried_equal_the_python_ones(
                zip(got, (cues[c.cue] for c in got), strict=True) if len(seqs) == 1)  # fmt: skip
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    expanded=st.lists(
+        st.builds(
+            Carried,
+            st.sampled_from(VOCABULARY),
+            st.sampled_from([-0.5, 0.0, 0.25, 1.0, 2]),
+            SOURCES,
+            FACTORS,
+        ),
+        max_size=8,
+    ),
+    explicit=st.sets(st.sampled_from(VOCABULARY), max_size=3),
+)
+def test_compiled_carried_parts_equal_the_python_ones(
+    expanded: list[Carried], explicit: set[str]
+) -> None:
+    """The carried cues but the explicit ones, their cues, and their weights from 0.0 (the
+    same objects: a weight kept is the one carried)."""
+    if _textc is None:
+        pytest.skip("_textc is not built (or CUEMAP_TEXTC=0)")
+    got = _textc.carried_parts(expanded, explicit)
+    expected = ranking._py_carried_parts(expanded, explicit)
+    assert got == expected
+    assert [type(w) for w in got[2]] == [type(w) for w in expected[2]]
+
+
 def test_compiled_firsts_rejects_what_it_cannot_read() -> None:
     """Bad tables raise instead of reading past a list (the Python twin would raise too)."""
     if _textc is None:
