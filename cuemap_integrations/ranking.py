@@ -328,9 +328,10 @@ def _concepts_of(
     """:func:`_weighted_concepts` of ``items``, given their ``cues`` and their ``weights`` (as
     the strongest of one: from 0.0).
 
-    A feedback pass carries some fifty cues, nearly all alone in their concept: those become
-    concepts in one comprehension (as :func:`_single_concept`), and only cues sharing a
-    concept are merged (:func:`_weighted_concept`), where the first of them stood."""
+    A feedback pass carries some sixty cues, nearly all alone in their concept: every cue
+    becomes its own concept in one call (:func:`_py_single_concepts`, as
+    :func:`_single_concept`), and only cues sharing a concept are merged
+    (:func:`_weighted_concept`), where the first of them stood."""
     found = aliases.concepts(cues)  # (key, members) of each
     # each cue -> where its concept first occurs (a key is a tuple: its hash is not kept, so
     # each key is hashed once, here)
