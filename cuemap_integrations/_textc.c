@@ -2540,6 +2540,411 @@ static PyObject *textc_digest_slot(PyObject *self, PyObject *args) {
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* Explaining a hit: the first member it carries of each concept (ranking._py_firsts). */
+
+/* The entries (ints) of a hit's concept members, in a buffer that starts on the stack. */
+typedef struct {
+    Py_ssize_t *items, size, cap;
+    Py_ssize_t local[64];
+} Entries;
+
+static int entries_add(Entries *e, PyObject *entry) {
+    Py_ssize_t value = PyLong_AsSsize_t(entry);
+    if (value < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "firsts: a negative entry");
+        return -1;
+    }
+    if (e->size == e->cap) {
+        Py_ssize_t cap = 2 * e->cap;
+        Py_ssize_t *items = e->items == e->local ? PyMem_Malloc(cap * sizeof(Py_ssize_t))
+                                                 : PyMem_Realloc(e->items, cap * sizeof(Py_ssize_t));
+        if (items == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        if (e->items == e->local) memcpy(items, e->local, e->size * sizeof(Py_ssize_t));
+        e->items = items;
+        e->cap = cap;
+    }
+    e->items[e->size++] = value;
+    return 0;
+}
+
+/* Add the entries of each of ``cues`` (a tuple) that ``members`` holds, and of ``more``. */
+static int entries_of(Entries *e, PyObject *members, PyObject *more, PyObject *cues) {
+    int any_more = PyDict_GET_SIZE(more) > 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(cues); i++) {
+        PyObject *cue = PyTuple_GET_ITEM(cues, i);
+        PyObject *entry = PyDict_GetItemWithError(members, cue);
+        if (entry == NULL) {
+            if (PyErr_Occurred()) return -1;
+            continue;
+        }
+        if (entries_add(e, entry) < 0) return -1;
+        if (!any_more) continue;
+        PyObject *others = PyDict_GetItemWithError(more, cue);
+        if (others == NULL) {
+            if (PyErr_Occurred()) return -1;
+            continue;
+        }
+        if (!PyList_Check(others)) {
+            PyErr_SetString(PyExc_TypeError, "firsts: more's values must be lists");
+            return -1;
+        }
+        for (Py_ssize_t j = 0; j < PyList_GET_SIZE(others); j++)
+            if (entries_add(e, PyList_GET_ITEM(others, j)) < 0) return -1;
+    }
+    return 0;
+}
+
+static int entry_order(const void *a, const void *b) {
+    Py_ssize_t x = *(const Py_ssize_t *)a, y = *(const Py_ssize_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The member at each concept's first entry among e's (sorted), unless ``skip`` holds it. */
+static PyObject *entries_firsts(Entries *e, PyObject *member_at, Py_ssize_t width, PyObject *skip) {
+    qsort(e->items, (size_t)e->size, sizeof(Py_ssize_t), entry_order);
+    PyObject *out = PyList_New(0);
+    Py_ssize_t before = -1;
+    for (Py_ssize_t i = 0; out != NULL && i < e->size; i++) {
+        Py_ssize_t entry = e->items[i], at = entry / width;
+        if (at == before) continue;
+        before = at;
+        if (skip != Py_None) {
+            PyObject *key = PyLong_FromSsize_t(at);
+            int skipped = key == NULL ? -1 : PySet_Contains(skip, key);
+            Py_XDECREF(key);
+            if (skipped != 0) {
+                if (skipped < 0) Py_CLEAR(out);
+                continue;
+            }
+        }
+        if (entry >= PyList_GET_SIZE(member_at)) {
+            PyErr_SetString(PyExc_IndexError, "firsts: an entry past member_at");
+            Py_CLEAR(out);
+        } else if (PyList_Append(out, PyList_GET_ITEM(member_at, entry)) < 0) {
+            Py_CLEAR(out);
+        }
+    }
+    if (out == NULL) return NULL;
+    PyObject *result = PyList_AsTuple(out);
+    Py_DECREF(out);
+    return result;
+}
+
+/* firsts(table, cues, tags, skip): ranking._py_firsts. ``table`` is a ranking._Members
+   (members, more, member_at, width); ``skip`` None or a set of concept positions. */
+static PyObject *textc_firsts(PyObject *self, PyObject *args) {
+    PyObject *table, *cues, *tags, *skip, *members, *more, *member_at;
+    Py_ssize_t width;
+    if (!PyArg_ParseTuple(args, "O!O!O!O:firsts", &PyTuple_Type, &table, &PyTuple_Type, &cues,
+                          &PyTuple_Type, &tags, &skip))
+        return NULL;
+    if (!PyArg_ParseTuple(table, "O!O!O!n:firsts table", &PyDict_Type, &members, &PyDict_Type,
+                          &more, &PyList_Type, &member_at, &width))
+        return NULL;
+    if (width < 1) {
+        PyErr_SetString(PyExc_ValueError, "firsts: width must be at least 1");
+        return NULL;
+    }
+    if (skip != Py_None && !PyAnySet_Check(skip)) {
+        PyErr_SetString(PyExc_TypeError, "firsts: skip must be None or a set");
+        return NULL;
+    }
+    Entries e = {NULL, 0, 64, {0}};
+    e.items = e.local;
+    PyObject *result = NULL;
+    if (entries_of(&e, members, more, cues) == 0 && entries_of(&e, members, more, tags) == 0)
+        result = entries_firsts(&e, member_at, width, skip);
+    if (e.items != e.local) PyMem_Free(e.items);
+    return result;
+}
+
+/* Whether ``names[0:count]`` holds ``name`` (a concept's few members: a scan). */
+static int member_before(PyObject *names, Py_ssize_t count, PyObject *name) {
+    for (Py_ssize_t i = 0; i < count; i++) {
+        int same = PyObject_RichCompareBool(PyTuple_GET_ITEM(names, i), name, Py_EQ);
+        if (same != 0) return same;
+    }
+    return 0;
+}
+
+/* Give ``member`` its ``entry``: its first in ``members``, else one more in ``more``. */
+static int member_entry(PyObject *members, PyObject *more, PyObject *member, Py_ssize_t entry) {
+    PyObject *value = PyLong_FromSsize_t(entry);
+    if (value == NULL) return -1;
+    int held = PyDict_Contains(members, member), failed = held < 0;
+    if (held == 0) {
+        failed = PyDict_SetItem(members, member, value) < 0;
+    } else if (held > 0) {
+        PyObject *others = PyDict_GetItemWithError(more, member);
+        if (others == NULL && !PyErr_Occurred()) {
+            others = PyList_New(0);
+            failed = others == NULL || PyDict_SetItem(more, member, others) < 0;
+            Py_XDECREF(others); /* the dict holds it */
+        }
+        failed = failed || others == NULL || PyList_Append(others, value) < 0;
+    }
+    Py_DECREF(value);
+    return failed ? -1 : 0;
+}
+
+/* members(concepts): ranking._py_members's (members, more, member_at, width) of a sequence of
+   tuples of member strings. */
+static PyObject *textc_members(PyObject *self, PyObject *arg) {
+    PyObject *concepts = PySequence_Fast(arg, "members: concepts must be a sequence");
+    if (concepts == NULL) return NULL;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(concepts), width = 1;
+    for (Py_ssize_t at = 0; at < count; at++) {
+        PyObject *names = PySequence_Fast_GET_ITEM(concepts, at);
+        if (!PyTuple_Check(names)) {
+            PyErr_SetString(PyExc_TypeError, "members: each concept must be a tuple");
+            Py_DECREF(concepts);
+            return NULL;
+        }
+        if (PyTuple_GET_SIZE(names) >= width) width = PyTuple_GET_SIZE(names) + 1;
+    }
+    PyObject *members = PyDict_New(), *more = PyDict_New(), *member_at = PyList_New(width * count);
+    int failed = members == NULL || more == NULL || member_at == NULL;
+    for (Py_ssize_t i = 0; !failed && i < width * count; i++) {
+        Py_INCREF(Py_None);
+        PyList_SET_ITEM(member_at, i, Py_None);
+    }
+    for (Py_ssize_t at = 0; !failed && at < count; at++) {
+        PyObject *names = PySequence_Fast_GET_ITEM(concepts, at);
+        Py_ssize_t order = 0;
+        for (Py_ssize_t i = 0; !failed && i < PyTuple_GET_SIZE(names); i++) {
+            PyObject *member = PyTuple_GET_ITEM(names, i);
+            int seen = i == 0 ? 0 : member_before(names, i, member); /* dict.fromkeys */
+            if (seen != 0) {
+                failed = seen < 0;
+                continue;
+            }
+            Py_ssize_t entry = at * width + order++;
+            failed = member_entry(members, more, member, entry) < 0;
+            if (!failed) {
+                Py_INCREF(member);
+                PyList_SetItem(member_at, entry, member); /* drops the None */
+            }
+        }
+    }
+    Py_DECREF(concepts);
+    PyObject *result = failed ? NULL : Py_BuildValue("(OOOn)", members, more, member_at, width);
+    Py_XDECREF(members);
+    Py_XDECREF(more);
+    Py_XDECREF(member_at);
+    return result;
+}
+
+/* lend(cues, lent, share, source): core._py_lend, one lender's cues into ``cues`` (a dict:
+   cue -> (share, [source, ...])). */
+static PyObject *textc_lend(PyObject *self, PyObject *args) {
+    PyObject *cues, *given, *share, *source;
+    if (!PyArg_ParseTuple(args, "O!OOO:lend", &PyDict_Type, &cues, &given, &share, &source))
+        return NULL;
+    PyObject *lent = PySequence_Fast(given, "lend: lent must be a sequence");
+    if (lent == NULL) return NULL;
+    int failed = 0;
+    for (Py_ssize_t i = 0; !failed && i < PySequence_Fast_GET_SIZE(lent); i++) {
+        PyObject *cue = PySequence_Fast_GET_ITEM(lent, i);
+        PyObject *held = PyDict_GetItemWithError(cues, cue), *entry = NULL;
+        if (held == NULL) {
+            failed = PyErr_Occurred() != NULL;
+            if (!failed) {
+                entry = Py_BuildValue("(O[O])", share, source);
+                failed = entry == NULL || PyDict_SetItem(cues, cue, entry) < 0;
+            }
+        } else if (!PyTuple_Check(held) || PyTuple_GET_SIZE(held) != 2 ||
+                   !PyList_Check(PyTuple_GET_ITEM(held, 1))) {
+            PyErr_SetString(PyExc_TypeError, "lend: each entry must be (share, list)");
+            failed = 1;
+        } else {
+            PyObject *sources = PyTuple_GET_ITEM(held, 1);
+            /* each cue's own list (the query's too) */
+            int more = PyList_Append(sources, source) < 0
+                           ? -1
+                           : PyObject_RichCompareBool(share, PyTuple_GET_ITEM(held, 0), Py_GT);
+            if (more > 0) {
+                entry = PyTuple_Pack(2, share, sources);
+                more = entry == NULL || PyDict_SetItem(cues, cue, entry) < 0 ? -1 : 1;
+            }
+            failed = more < 0;
+        }
+        Py_XDECREF(entry);
+    }
+    Py_DECREF(lent);
+    if (failed) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* A carried cue's concept's names: (cue, *members) without repeats (ranking._names), or
+   ``members`` itself when it is (cue,). */
+static PyObject *concept_names(PyObject *cue, PyObject *members) {
+    if (!PyTuple_Check(members)) {
+        PyErr_SetString(PyExc_TypeError, "single_concepts: members must be tuples");
+        return NULL;
+    }
+    Py_ssize_t size = PyTuple_GET_SIZE(members);
+    if (size == 1) {
+        int same = PyObject_RichCompareBool(PyTuple_GET_ITEM(members, 0), cue, Py_EQ);
+        if (same != 0) return same < 0 ? NULL : Py_NewRef(members);
+    }
+    PyObject *names = PyTuple_New(size + 1);
+    if (names == NULL) return NULL;
+    PyTuple_SET_ITEM(names, 0, Py_NewRef(cue));
+    Py_ssize_t count = 1;
+    for (Py_ssize_t i = 0; i < size; i++) {
+        PyObject *name = PyTuple_GET_ITEM(members, i);
+        int seen = member_before(names, count, name);
+        if (seen < 0) {
+            Py_DECREF(names);
+            return NULL;
+        }
+        if (!seen) PyTuple_SET_ITEM(names, count++, Py_NewRef(name));
+    }
+    if (count < size + 1 && _PyTuple_Resize(&names, count) < 0) return NULL;
+    return names;
+}
+
+/* single_concepts(concept_type, items, weights, found): ranking._py_single_concepts, each
+   carried cue (a Carried) as its own concept: concept_type(names, weight, sources,
+   self_factor). */
+static PyObject *textc_single_concepts(PyObject *self, PyObject *args) {
+    PyTypeObject *type;
+    PyObject *items, *weights, *found;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!:single_concepts", &PyType_Type, &type, &PyList_Type,
+                          &items, &PyList_Type, &weights, &PyList_Type, &found))
+        return NULL;
+    Py_ssize_t count = PyList_GET_SIZE(items);
+    if (!PyType_IsSubtype(type, &PyTuple_Type) || PyList_GET_SIZE(weights) != count ||
+        PyList_GET_SIZE(found) != count) {
+        PyErr_SetString(PyExc_ValueError, "single_concepts: a tuple type and lists of one size");
+        return NULL;
+    }
+    PyObject *out = PyList_New(count);
+    for (Py_ssize_t i = 0; out != NULL && i < count; i++) {
+        PyObject *item = PyList_GET_ITEM(items, i), *pair = PyList_GET_ITEM(found, i);
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 4 || !PyTuple_Check(pair) ||
+            PyTuple_GET_SIZE(pair) != 2) {
+            PyErr_SetString(PyExc_TypeError, "single_concepts: Carried items, (key, members) pairs");
+            Py_CLEAR(out);
+            break;
+        }
+        PyObject *sources = PyTuple_GET_ITEM(item, 2);
+        PyObject *names = concept_names(PyTuple_GET_ITEM(item, 0), PyTuple_GET_ITEM(pair, 1));
+        PyObject *frozen = PyFrozenSet_CheckExact(sources) ? Py_NewRef(sources)
+                                                          : PyFrozenSet_New(sources);
+        PyObject *concept = names == NULL || frozen == NULL ? NULL : type->tp_alloc(type, 4);
+        if (concept == NULL) {
+            Py_XDECREF(names);
+            Py_XDECREF(frozen);
+            Py_CLEAR(out);
+            break;
+        }
+        PyTuple_SET_ITEM(concept, 0, names);
+        PyTuple_SET_ITEM(concept, 1, Py_NewRef(PyList_GET_ITEM(weights, i)));
+        PyTuple_SET_ITEM(concept, 2, frozen);
+        PyTuple_SET_ITEM(concept, 3, Py_NewRef(PyTuple_GET_ITEM(item, 3)));
+        PyList_SET_ITEM(out, i, concept);
+    }
+    return out;
+}
+
+/* lent_carried(carried_type, cues, explicit, scale, alone): core._py_lent_carried, the
+   feedback pass's carried cues: carried_type(cue, weight * scale, sources, 0.0) of each
+   ``cue -> (weight, seqs)`` of ``cues`` not in ``explicit``, its sources alone[seq] for one
+   seq, else frozenset(seqs). */
+static PyObject *textc_lent_carried(PyObject *self, PyObject *args) {
+    PyTypeObject *type;
+    PyObject *cues, *explicit, *scale, *alone;
+    if (!PyArg_ParseTuple(args, "O!O!O!OO!:lent_carried", &PyType_Type, &type, &PyDict_Type,
+                          &cues, &PySet_Type, &explicit, &scale, &PyDict_Type, &alone))
+        return NULL;
+    if (!PyType_IsSubtype(type, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "lent_carried: a tuple type");
+        return NULL;
+    }
+    PyObject *out = PyList_New(0), *cue, *held, *zero = PyFloat_FromDouble(0.0);
+    Py_ssize_t at = 0;
+    while (out != NULL && zero != NULL && PyDict_Next(cues, &at, &cue, &held)) {
+        int mine = PySet_Contains(explicit, cue);
+        if (mine != 0) {
+            if (mine < 0) Py_CLEAR(out);
+            continue;
+        }
+        if (!PyTuple_Check(held) || PyTuple_GET_SIZE(held) != 2 ||
+            !PyList_Check(PyTuple_GET_ITEM(held, 1))) {
+            PyErr_SetString(PyExc_TypeError, "lent_carried: each entry must be (weight, list)");
+            Py_CLEAR(out);
+            break;
+        }
+        PyObject *seqs = PyTuple_GET_ITEM(held, 1), *sources;
+        if (PyList_GET_SIZE(seqs) == 1) {
+            sources = PyDict_GetItemWithError(alone, PyList_GET_ITEM(seqs, 0));
+            if (sources == NULL && !PyErr_Occurred())
+                PyErr_SetObject(PyExc_KeyError, PyList_GET_ITEM(seqs, 0));
+            Py_XINCREF(sources);
+        } else {
+            sources = PyFrozenSet_New(seqs);
+        }
+        PyObject *weight = sources == NULL ? NULL : PyNumber_Multiply(PyTuple_GET_ITEM(held, 0), scale);
+        PyObject *carried = weight == NULL ? NULL : type->tp_alloc(type, 4);
+        if (carried == NULL) {
+            Py_XDECREF(sources);
+            Py_XDECREF(weight);
+            Py_CLEAR(out);
+            break;
+        }
+        PyTuple_SET_ITEM(carried, 0, Py_NewRef(cue));
+        PyTuple_SET_ITEM(carried, 1, weight);
+        PyTuple_SET_ITEM(carried, 2, sources);
+        PyTuple_SET_ITEM(carried, 3, Py_NewRef(zero));
+        if (PyList_Append(out, carried) < 0) Py_CLEAR(out);
+        Py_DECREF(carried);
+    }
+    Py_XDECREF(zero);
+    return out;
+}
+
+/* carried_parts(expanded, explicit): ranking._py_carried_parts, the carried cues of
+   ``expanded`` (Carried tuples) whose cue ``explicit`` does not hold, their cues, and their
+   weights as the strongest of one (from 0.0). */
+static PyObject *textc_carried_parts(PyObject *self, PyObject *args) {
+    PyObject *given, *explicit;
+    if (!PyArg_ParseTuple(args, "OO!:carried_parts", &given, &PySet_Type, &explicit)) return NULL;
+    PyObject *expanded = PySequence_Fast(given, "carried_parts: expanded must be a sequence");
+    if (expanded == NULL) return NULL;
+    PyObject *carried = PyList_New(0), *cues = PyList_New(0), *weights = PyList_New(0);
+    PyObject *zero = PyFloat_FromDouble(0.0), *result = NULL;
+    int failed = carried == NULL || cues == NULL || weights == NULL || zero == NULL;
+    for (Py_ssize_t i = 0; !failed && i < PySequence_Fast_GET_SIZE(expanded); i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(expanded, i);
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 4) {
+            PyErr_SetString(PyExc_TypeError, "carried_parts: Carried items");
+            failed = 1;
+            break;
+        }
+        PyObject *cue = PyTuple_GET_ITEM(item, 0), *weight = PyTuple_GET_ITEM(item, 1);
+        int mine = PySet_Contains(explicit, cue);
+        if (mine != 0) {
+            failed = mine < 0;
+            continue;
+        }
+        int positive = PyObject_RichCompareBool(weight, zero, Py_GT);
+        failed = positive < 0 || PyList_Append(carried, item) < 0 ||
+                 PyList_Append(cues, cue) < 0 || PyList_Append(weights, positive ? weight : zero) < 0;
+    }
+    if (!failed) result = PyTuple_Pack(3, carried, cues, weights);
+    Py_DECREF(expanded);
+    Py_XDECREF(carried);
+    Py_XDECREF(cues);
+    Py_XDECREF(weights);
+    Py_XDECREF(zero);
+    return result;
+}
+
+/* ---------------------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
     {"porter", textc_porter, METH_O, "text._porter of a word."},
@@ -2559,6 +2964,12 @@ static PyMethodDef methods[] = {
     {"flush_postings", textc_flush_postings, METH_VARARGS, "index.NamespaceIndex.flush's postings."},
     {"id_slot", textc_id_slot, METH_VARARGS, "keytables._id_slot."},
     {"digest_slot", textc_digest_slot, METH_VARARGS, "keytables._digest_slot."},
+    {"firsts", textc_firsts, METH_VARARGS, "ranking._py_firsts."},
+    {"members", textc_members, METH_O, "ranking._py_members."},
+    {"lend", textc_lend, METH_VARARGS, "core._py_lend."},
+    {"single_concepts", textc_single_concepts, METH_VARARGS, "ranking._py_single_concepts."},
+    {"lent_carried", textc_lent_carried, METH_VARARGS, "core._py_lent_carried."},
+    {"carried_parts", textc_carried_parts, METH_VARARGS, "ranking._py_carried_parts."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -2577,7 +2988,7 @@ PyMODINIT_FUNC PyInit__textc(void) {
         (SHARED_NAME = PyUnicode_InternFromString("_shared")) == NULL)
         return NULL;
     PyObject *m = PyModule_Create(&module);
-    if (m != NULL && (PyModule_AddIntConstant(m, "ABI_VERSION", 7) < 0 ||
+    if (m != NULL && (PyModule_AddIntConstant(m, "ABI_VERSION", 8) < 0 ||
                       PyModule_AddObjectRef(m, "StemMemo", (PyObject *)&StemMemoType) < 0))
         Py_CLEAR(m);
     return m;

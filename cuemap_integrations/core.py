@@ -60,6 +60,7 @@ from .results import ConflictNote, Hit, NoteKind, RecallResult, RecallTrace
 from .sessions import open_sessions
 from .store import SessionStore, SharedStore, Store, open_store
 from .sync import ChangeFeed, RemoteChanges, SyncMode, check_sync
+from .text import _C as _textc
 from .text import derive_cues
 from .textkeys import TextMemo, text_keys
 from .threads import Threads, thread_of
@@ -907,13 +908,7 @@ class CueMap:
         # most cues come from one memory: its set of one seq made once, shared (it is frozen)
         alone = {seq: frozenset((seq,)) for seq, _ in first.best[: cfg.feedback_hits]}
         alone[QUERY_SOURCE] = frozenset((QUERY_SOURCE,))
-        scale, new = cfg.feedback_weight, tuple.__new__  # Carried's own __new__ is Python code
-        return [  # self factor 0: feedback finds what is related to the hits, not the hits again
-            new(Carried, (cue, weight * scale, alone[seqs[0]] if len(seqs) == 1
-                          else frozenset(seqs), 0.0))
-            for cue, (weight, seqs) in cues.items()
-            if cue not in explicit
-        ]  # fmt: skip
+        return _lent_carried(Carried, cues, explicit, cfg.feedback_weight, alone)
 
     def _carried(self, namespace: str, cue: str, weight: float, ids: Sequence[str]) -> Carried:
         """A session's carried cue with its source memory ids resolved to sequence numbers."""
@@ -926,9 +921,11 @@ class CueMap:
         """Count the access after ranking, so it can never change the ranking that caused it."""
         if not (self.config.track_access or always):
             return
+        pending = self._access
         for seq in seqs:
-            count, _ = self._access.get(seq, (self._records.row(seq).access_count, now))
-            self._access[seq] = (count + 1, now)
+            held = pending.get(seq)  # the row is read only for a count not pending already
+            count = self._records.row(seq).access_count if held is None else held[0]
+            pending[seq] = (count + 1, now)
         if len(self._access) >= _ACCESS_FLUSH_EVERY:
             self._flush_access()
 
@@ -1127,7 +1124,8 @@ class CueMap:
 
 def _cues_and_tags(docs: DocTable, seq: int) -> tuple[str, ...]:
     """What memory ``seq`` lends a later pass or turn: its indexed cues, then its tags."""
-    return docs.cues(seq) + docs.tags(seq)
+    cues, tags = docs.cues_and_tags(seq)
+    return cues + tags if tags else cues
 
 
 _Source = TypeVar("_Source", int, str)
@@ -1150,16 +1148,63 @@ def _lent(
         share = score / best if best > 0 else 0.0
         if share < min_share:
             break
-        rounded = round(share, 6)
-        for cue in cues_of(source):
-            held = cues.get(cue)
-            if held is None:
-                cues[cue] = (rounded, [source])
-                continue
-            held[1].append(source)  # each cue's own list (the query's too)
-            if rounded > held[0]:
-                cues[cue] = (rounded, held[1])
+        _lend(cues, cues_of(source), round(share, 6), source)
     return cues
+
+
+def _py_lend(
+    cues: dict[str, tuple[float, list[_Source]]],
+    lent: tuple[str, ...],
+    share: float,
+    source: _Source,
+) -> None:
+    """One lender's cues (``lent``, at its rounded ``share``) into ``cues`` (:func:`_lent`):
+    a new cue comes from this ``source`` alone, a known one adds it to its sources and keeps
+    the higher share."""
+    for cue in lent:
+        held = cues.get(cue)
+        if held is None:
+            cues[cue] = (share, [source])
+            continue
+        held[1].append(source)  # each cue's own list (the query's too)
+        if share > held[0]:
+            cues[cue] = (share, held[1])
+
+
+def _py_lent_carried(
+    carried: type[Carried],
+    cues: dict[str, tuple[float, list[int]]],
+    explicit: set[str],
+    scale: float,
+    alone: dict[int, frozenset[int]],
+) -> list[Carried]:
+    """The feedback pass's lent ``cues`` (:func:`_lent`) but the query's ``explicit`` ones,
+    as ``carried`` cues weighted by ``scale``; a cue from one memory gets that memory's
+    shared set of one (``alone``). Self factor 0: feedback finds what is related to the hits,
+    not the hits again."""
+    new = tuple.__new__  # Carried's own __new__ is Python code
+    return [
+        new(carried, (cue, weight * scale, alone[seqs[0]] if len(seqs) == 1
+                      else frozenset(seqs), 0.0))
+        for cue, (weight, seqs) in cues.items()
+        if cue not in explicit
+    ]  # fmt: skip
+
+
+# the compiled twins when built: a feedback pass lends some hundred cues, a loop step each
+_lend: Callable[[dict[str, tuple[float, list[Any]]], tuple[str, ...], float, Any], None] = (
+    _py_lend if _textc is None else _textc.lend
+)
+_lent_carried: Callable[
+    [
+        type[Carried],
+        dict[str, tuple[float, list[int]]],
+        set[str],
+        float,
+        dict[int, frozenset[int]],
+    ],
+    list[Carried],
+] = _py_lent_carried if _textc is None else _textc.lent_carried
 
 
 class _Counts(Mapping[int, int]):

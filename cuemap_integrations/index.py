@@ -342,6 +342,8 @@ class DocTable(Mapping[int, IndexedDoc]):
         >>> docs.put(7, IndexedDoc(("port",), (), "The API uses port 8001", 5, 2.0, "fact"))
         >>> docs[7].cues, docs[7].length, docs.cues(7), docs.tags(7), list(docs), 8 in docs
         (('port',), 5, ('port',), (), [7], False)
+        >>> docs.cues_and_tags(7)
+        (('port',), ())
     """
 
     __slots__ = ("_ascending", "_others", "_seqs", "columns")
@@ -391,6 +393,15 @@ class DocTable(Mapping[int, IndexedDoc]):
             return held.tags
         position(self._seqs, seq)
         return ()
+
+    def cues_and_tags(self, seq: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """``(cues(seq), tags(seq))`` with the doc found once: explaining a hit and lending
+        its cues to the feedback pass read both."""
+        held = self._others.get(seq)
+        if held is not None:
+            return held.cues, held.tags
+        position(self._seqs, seq)
+        return self.columns.cues_of(seq), ()  # type: ignore[return-value]  # a plain doc's
 
     def put(self, seq: int, doc: IndexedDoc) -> None:
         """Index ``doc`` as memory ``seq``: a new seq goes last, one already held keeps its

@@ -15,6 +15,8 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from functools import partial
+from itertools import compress
+from operator import eq
 from typing import NamedTuple
 
 from .aliases import AliasTable
@@ -25,6 +27,7 @@ from .records import MemoryRecord, MemoryType, coerce_timestamp
 from .recordtable import RecordHead, RecordTable
 from .results import Hit, RecallTrace, ScoreBreakdown
 from .scoring import RULES, Features, combine, recency_value, session_value
+from .text import _C as _textc
 from .text import content_terms, derive_cues, joined_pairs, normalize, query_units, stem
 from .topk import Evidence, FastScorer, RecallMemo, gather
 
@@ -242,12 +245,9 @@ def with_carried(plan: QueryPlan, expanded: Sequence[Carried], aliases: AliasTab
     """``plan`` with these carried cues (the query itself is not read again; explicit cues win)."""
     if not expanded and not plan.expanded and not plan.expanded_concepts:
         return plan  # nothing carried, before or now (a first pass): the plan as it is
-    explicit = set(plan.flat_cues)
-    carried = [item for item in expanded if item[0] not in explicit]
     # the cues and their weights read once for both the strongest weights and the concepts
-    # (the feedback pass carries some fifty: each loop over them is a few us of a recall)
-    cues = [item[0] for item in carried]
-    weights = [w if w > 0.0 else 0.0 for _, w, _, _ in carried]  # each as its strongest of one
+    # (the feedback pass carries some sixty: each loop over them is a few us of a recall)
+    carried, cues, weights = _carried_parts(expanded, set(plan.flat_cues))
     strongest = dict(zip(cues, weights, strict=True))
     if len(strongest) < len(cues):  # a cue carried twice (by a session turn and feedback)
         strongest = dict(_strongest(carried))
@@ -256,6 +256,22 @@ def with_carried(plan: QueryPlan, expanded: Sequence[Carried], aliases: AliasTab
         expanded=tuple(strongest.items()),
         expanded_concepts=_concepts_of(carried, cues, weights, aliases),
     )
+
+
+def _py_carried_parts(
+    expanded: Sequence[Carried], explicit: set[str]
+) -> tuple[list[Carried], list[str], list[float]]:
+    """The carried cues of ``expanded`` that are not ``explicit`` (explicit cues win), their
+    cues, and their weights each as its strongest of one (from 0.0)."""
+    carried = [item for item in expanded if item[0] not in explicit]
+    cues = [item[0] for item in carried]
+    return carried, cues, [w if w > 0.0 else 0.0 for _, w, _, _ in carried]
+
+
+# the compiled twin when built (three Python loops over some sixty cues per feedback pass)
+_carried_parts: Callable[
+    [Sequence[Carried], set[str]], tuple[list[Carried], list[str], list[float]]
+] = _py_carried_parts if _textc is None else _textc.carried_parts
 
 
 def _strongest(carried: Iterable[Carried]) -> tuple[tuple[str, float], ...]:
@@ -312,35 +328,50 @@ def _concepts_of(
     """:func:`_weighted_concepts` of ``items``, given their ``cues`` and their ``weights`` (as
     the strongest of one: from 0.0).
 
-    A feedback pass carries some fifty cues, nearly all alone in their concept: those become
-    concepts in one comprehension (as :func:`_single_concept`), and only cues sharing a
-    concept are merged (:func:`_weighted_concept`), where the first of them stood."""
+    A feedback pass carries some sixty cues, nearly all alone in their concept: every cue
+    becomes its own concept in one call (:func:`_py_single_concepts`, as
+    :func:`_single_concept`), and only cues sharing a concept are merged
+    (:func:`_weighted_concept`), where the first of them stood."""
     found = aliases.concepts(cues)  # (key, members) of each
-    keys = [key for key, _ in found]
-    # each key -> where it first occurs (the reversed pairs: an earlier one is written last)
-    first = dict(zip(reversed(keys), range(len(keys) - 1, -1, -1), strict=True))
-    new = tuple.__new__  # a NamedTuple's own __new__ is a Python function
-    if len(first) == len(keys):
-        # no two cues share a concept (nearly every pass): each is its own concept's first, so
-        # no key is hashed again to ask (a key is a tuple: its hash is not kept)
-        return tuple(
-            new(Concept, (members if members == (cue,) else _names(cue, members), weight,
-                          frozenset(item.sources), item.self_factor))
-            for item, cue, weight, (_, members) in zip(items, cues, weights, found, strict=True)
-        )  # fmt: skip
+    # each cue -> where its concept first occurs (a key is a tuple: its hash is not kept, so
+    # each key is hashed once, here)
+    owner: dict[object, int] = {}
+    at_first = [owner.setdefault(key, at) for at, (key, _) in enumerate(found)]
+    # each cue as its own concept first: a feedback pass carries some sixty cues, nearly all
+    # alone in their concept
+    concepts = _single_concepts(Concept, list(items), weights, found)
+    if len(owner) == len(found):  # no two cues share a concept
+        return tuple(concepts)
     shared: dict[int, list[int]] = {}  # a first occurrence -> its concept's later cues
-    for at, key in enumerate(keys):
-        if first[key] != at:
-            shared.setdefault(first[key], []).append(at)
-    return tuple(
-        _weighted_concept([(items[j], found[j][1]) for j in (at, *shared[at])])
-        if at in shared
-        else new(Concept, (members if members == (cue,) else _names(cue, members), weight,
-                           frozenset(item.sources), item.self_factor))
-        for at, item, cue, weight, (_, members) in zip(range(len(items)), items, cues, weights,
-                                                       found, strict=True)
-        if first[keys[at]] == at
-    )  # fmt: skip
+    for at, first in enumerate(at_first):
+        if first != at:
+            shared.setdefault(first, []).append(at)
+    for first, later in shared.items():  # merged where the first of them stood
+        concepts[first] = _weighted_concept([(items[j], found[j][1]) for j in (first, *later)])
+    return tuple(compress(concepts, map(eq, at_first, range(len(at_first)))))
+
+
+def _py_single_concepts(
+    concept: type[Concept],
+    items: list[Carried],
+    weights: list[float],
+    found: list[tuple[object, tuple[str, ...]]],
+) -> list[Concept]:
+    """Each carried cue of ``items`` as its own ``concept`` (as :func:`_single_concept`),
+    given its weight (as the strongest of one) and its concept's ``(key, members)``."""
+    new = tuple.__new__  # a NamedTuple's own __new__ is a Python function
+    return [
+        new(concept, (members if members == (item.cue,) else _names(item.cue, members), weight,
+                      frozenset(item.sources), item.self_factor))
+        for item, weight, (_, members) in zip(items, weights, found, strict=True)
+    ]  # fmt: skip
+
+
+# the compiled twin when built (a Python step per cue was ~2% of a recall at 10k memories)
+_single_concepts: Callable[
+    [type[Concept], list[Carried], list[float], list[tuple[object, tuple[str, ...]]]],
+    list[Concept],
+] = _py_single_concepts if _textc is None else _textc.single_concepts
 
 
 def _names(cue: str, members: tuple[str, ...]) -> tuple[str, ...]:
@@ -384,104 +415,147 @@ def _features(
     )
 
 
-def _explain(
-    seq: int, index: NamespaceIndex, plan: QueryPlan, parts: tuple[tuple[str, float], ...],
-    carriers: _Carriers,
-) -> ScoreBreakdown:  # fmt: skip
-    doc_cues, doc_tags = index.docs.cues(seq), index.docs.tags(seq)  # no doc built
-    cues, holds = set(doc_cues), index.terms.holds
-    return ScoreBreakdown(
-        contributions=parts,
-        matched_cues=tuple(
-            _first_in(group, cues) for group in plan.cues if not cues.isdisjoint(group)
-        ),
-        session_cues=_session_cues(plan, carriers, doc_cues + doc_tags, seq),
-        matched_tags=tuple(t for t in plan.tags if t in doc_tags),
-        # the term postings, not the doc's terms: those are derived again from its content
-        matched_terms=tuple(t for t in plan.terms if holds(t, seq)),
-    )
+class _Explainer(NamedTuple):
+    """What explaining the hits of one ranking pass reads, made once per pass: the plan's
+    explicit and carried concepts by member (:func:`_members`), and which of the plan's
+    content terms each hit's text holds."""
+
+    plan: QueryPlan
+    explicit: _Members
+    carried: _Members
+    # memory -> the positions of the carried concepts that came from it alone and may not help
+    # it (self factor 0: feedback); such a concept is no session cue of it
+    alone: dict[int, set[int]]
+    terms: dict[int, tuple[str, ...]]  # a hit -> the plan's terms its text holds, in plan order
+    cues_and_tags: Callable[[int], tuple[tuple[str, ...], tuple[str, ...]]]
+
+    @classmethod
+    def of(cls, index: NamespaceIndex, plan: QueryPlan, seqs: Sequence[int]) -> _Explainer:
+        """The explainer of the hits ``seqs`` of ``plan``."""
+        concepts = plan.expanded_concepts
+        return cls(
+            plan, _members(plan.cues), _members([concept.members for concept in concepts]),
+            _alone(concepts), _matched_terms(index, plan.terms, seqs), index.docs.cues_and_tags,
+        )  # fmt: skip
+
+    def breakdown(self, seq: int, parts: _Parts) -> ScoreBreakdown:
+        """Why hit ``seq`` scored its ``parts``: which of the plan's cues, carried cues, tags
+        and terms it matched. The hit's doc cues are read once for all of them."""
+        doc_cues, doc_tags = self.cues_and_tags(seq)  # no doc built
+        return ScoreBreakdown(
+            contributions=parts,
+            matched_cues=_firsts(self.explicit, doc_cues, (), None),
+            session_cues=_firsts(self.carried, doc_cues, doc_tags, self.alone.get(seq)),
+            matched_tags=tuple(t for t in self.plan.tags if t in doc_tags) if doc_tags else (),
+            matched_terms=self.terms.get(seq, ()),
+        )
 
 
-class _Carriers(NamedTuple):
-    """What explaining a hit's session cues needs of the plan, made once per ranking."""
+def _matched_terms(
+    index: NamespaceIndex, terms: Sequence[str], seqs: Sequence[int]
+) -> dict[int, tuple[str, ...]]:
+    """Memory -> those of ``terms`` its text holds (by the term postings, not the doc's terms:
+    those are derived again from its content), for the hits ``seqs``: each term's postings
+    asked once about all the hits, not once per hit."""
+    found: dict[int, list[str]] = {}
+    postings = index.terms.get
+    for term in terms:
+        held = postings(term)
+        if held is not None:
+            for seq, _ in held.among(seqs):
+                found.setdefault(seq, []).append(term)
+    return {seq: tuple(held) for seq, held in found.items()}
 
-    # each carried concept member's first entry: ``at * width + order`` for the first concept
-    # it is in (``at`` the concept's position in the plan, ``order`` the member's rank among
-    # that concept's members): one int sorts as the pair would, without a tuple made or compared
+
+class _Members(NamedTuple):
+    """Concepts (tuples of member cues, in plan order) by member, so that a hit looks up its
+    own few cues instead of testing every concept (:func:`_firsts`). ``_textc.firsts`` reads
+    these four fields in this order."""
+
+    # each member's first entry: ``at * width + order`` for the first concept it is in (``at``
+    # the concept's position, ``order`` the member's rank among that concept's members): one
+    # int sorts as the pair would, without a tuple made or compared
     members: dict[str, int]
     more: dict[str, list[int]]  # a member of several concepts -> its other entries (rare)
-    names: frozenset[str]  # the members (a memory's cues are matched against it in one call)
-    member_at: dict[int, str]  # an entry -> its member
+    member_at: list[str | None]  # an entry -> its member
     width: int  # more than any concept's member count
-    # memory -> the positions of the concepts that came from it alone and may not help it
-    # (self factor 0: feedback); such a concept is no session cue of it
-    alone: dict[int, set[int]]
 
 
-def _carriers(plan: QueryPlan) -> _Carriers:
-    """The plan's carried concepts by member (see :class:`_Carriers`): a hit then looks up its
-    own few cues instead of testing every carried concept, and the member it carries of least
-    rank is the concept's first (searching each matched concept's members for it instead: 24
-    vs 17 us per explained hit, 400 hits of bench queries at 30k memories)."""
-    concepts = plan.expanded_concepts
-    width = 1 + max((len(concept.members) for concept in concepts), default=0)
+def _members(concepts: Sequence[tuple[str, ...]]) -> _Members:
+    """The concepts by member (see :class:`_Members`): the member a hit carries of least entry
+    is its concept's first (searching each matched concept's members for it instead: 24 vs
+    17 us per explained hit, 400 hits of bench queries at 30k memories). By ``_textc.members``
+    when built (a feedback pass carries some sixty concepts, a loop step each in Python)."""
+    if _textc is None:
+        return _py_members(concepts)
+    return _Members._make(_textc.members(concepts))
+
+
+def _py_members(concepts: Sequence[tuple[str, ...]]) -> _Members:
+    """:func:`_members` in Python (the reference of the compiled one)."""
+    width = 1 + max(map(len, concepts), default=0)
     members: dict[str, int] = {}
     more: dict[str, list[int]] = {}
-    member_at: dict[int, str] = {}
-    alone: dict[int, set[int]] = {}
-    for at, (names, _, sources, self_factor) in enumerate(concepts):
+    member_at: list[str | None] = [None] * (width * len(concepts))
+    for at, names in enumerate(concepts):
         base = at * width
-        if len(names) == 1:  # most concepts are one cue: no loop over members, none to drop
-            member = names[0]
+        # most concepts are one cue: no loop over members
+        for order, member in enumerate(names if len(names) == 1 else dict.fromkeys(names)):
             if member in members:
-                more.setdefault(member, []).append(base)
+                more.setdefault(member, []).append(base + order)
             else:
-                members[member] = base
-            member_at[base] = member
+                members[member] = base + order
+            member_at[base + order] = member
+    return _Members(members, more, member_at, width)
+
+
+def _alone(concepts: Sequence[Concept]) -> dict[int, set[int]]:
+    """Memory -> the positions of the carried ``concepts`` that came from it alone with no
+    self help (self factor 0: feedback)."""
+    alone: dict[int, set[int]] = {}
+    ones = [(at, sources) for at, (_, _, sources, factor) in enumerate(concepts)
+            if factor == 0.0 and len(sources) == 1]  # fmt: skip
+    for at, (source,) in ones:  # a set of one unpacked: no iterator made
+        mine = alone.get(source)  # not setdefault: no empty set made for a known source
+        if mine is None:
+            alone[source] = {at}
         else:
-            for order, member in enumerate(dict.fromkeys(names)):
-                if member in members:
-                    more.setdefault(member, []).append(base + order)
-                else:
-                    members[member] = base + order
-                member_at[base + order] = member
-        if self_factor == 0.0 and len(sources) == 1:
-            source = next(iter(sources))
-            mine = alone.get(source)  # not setdefault: no empty set made for a known source
-            if mine is None:
-                alone[source] = {at}
-            else:
-                mine.add(at)
-    return _Carriers(members, more, frozenset(members), member_at, width, alone)
+            mine.add(at)
+    return alone
 
 
-def _session_cues(
-    plan: QueryPlan, carriers: _Carriers, carried: Iterable[str], seq: int
+def _py_firsts(
+    table: _Members, cues: tuple[str, ...], tags: tuple[str, ...], skip: AbstractSet[int] | None
 ) -> tuple[str, ...]:
-    """The first member the memory carries (``carried``: its cues and tags) of each carried
-    concept it matches, in plan order.
+    """The first member a memory carries (``cues`` and ``tags``: its cues and tags) of each
+    concept of ``table`` it matches, in concept order, but for the concepts ``skip`` holds.
 
     Each entry (concept, rank) the memory carries, sorted: a concept's first entry is its
     member of least rank."""
-    members, width, member_at = carriers.members, carriers.width, carriers.member_at
-    held = carriers.names.intersection(carried)  # a set: sorting below gives the order
+    members, more, member_at, width = table
+    held = members.keys() & cues  # a set: sorting below gives the order
+    if tags:
+        held |= members.keys() & tags
     found = [members[cue] for cue in held]
-    if carriers.more:
-        found += [entry for cue in held.intersection(carriers.more) for entry in carriers.more[cue]]
+    if more:
+        found += [entry for cue in held.intersection(more) for entry in more[cue]]
     found.sort()
     ats = [entry // width for entry in found]  # each entry's concept, ascending
-    mine = carriers.alone.get(seq, ())
+    mine = skip or ()
     # a concept's first entry is where the concept changes (comprehensions: a hit of a feedback
     # pass carries some twenty of its concepts, a loop step each was ~40% of explaining it);
     # [-1, *ats] is each entry's predecessor's concept, one longer (not strict)
     return tuple(
-        [member_at[entry] for entry, at, before in zip(found, ats, [-1, *ats], strict=False)
+        [member_at[entry] for entry, at, before in zip(found, ats, [-1, *ats], strict=False)  # type: ignore[misc]  # an entry's member: set
          if at != before and at not in mine]
     )  # fmt: skip
 
 
-def _first_in(group: tuple[str, ...], present: set[str]) -> str:
-    return next(filter(present.__contains__, group))
+_FirstsFn = Callable[
+    [_Members, tuple[str, ...], tuple[str, ...], AbstractSet[int] | None], tuple[str, ...]
+]
+# the compiled twin when built (a hit's two calls were ~a third of explaining it)
+_firsts: _FirstsFn = _py_firsts if _textc is None else _textc.firsts
 
 
 def rank(
@@ -547,14 +621,11 @@ class Ranking:
     def hits(self, plan: QueryPlan, k: int) -> tuple[list[Hit], RecallTrace]:
         """The top ``k`` hits of ``plan``, explained, with the query trace (:func:`rank`)."""
         ranked, access, boosts = _ranked(self, plan, k)
-        carriers = _carriers(plan)
-        index, records, cfg, now = self.index, self.records, self.cfg, self.now
-        sig = ranked.sig
+        records, cfg, now, sig = self.records, self.cfg, self.now, ranked.sig
         parts = _builtin_parts(cfg, sig, now) or partial(_combined_parts, sig, cfg, now)
+        explain = _Explainer.of(self.index, plan, [seq for _, _, seq in ranked.rows]).breakdown
         hits = [
-            Hit(record, -neg, _explain(seq, index, plan,
-                                       parts(seq, record, access(seq)) + _given(boosts, seq),
-                                       carriers))
+            Hit(record, -neg, explain(seq, parts(seq, record, access(seq)) + _given(boosts, seq)))
             for _, neg, seq in ranked.rows
             for record in (records[seq],)
         ]  # fmt: skip

@@ -47,6 +47,7 @@ _EXTRA_NAMES = tuple(name for name, _ in _EXTRA_DEFAULTS)
 _EXTRA_VALUES = tuple(default for _, default in _EXTRA_DEFAULTS)
 _EXTRA_OF = itemgetter(*_EXTRA_NAMES)  # a record's values of them, as a tuple
 _EXTRA_RANK = {name: at for at, name in enumerate(_EXTRA)}  # pack writes them in this order
+_ACCESS_NAMES = ("last_accessed", "access_count")  # a row's extra names once recalled, in order
 
 
 class RecordHead(Protocol):
@@ -725,11 +726,16 @@ class RecordTable(MutableMapping[int, MemoryRecord]):
         recalls keep): only its row's ``extra`` is rewritten, to what packing the record with
         them writes (a count and a time are never their defaults, 0 and None), where building
         the record and packing it again cost ~7 us a memory, most of a flush."""
-        row = self.row(seq)
-        held: dict[str, Any] = dict(zip(row.extra[::2], row.extra[1::2], strict=True))
-        held.update(access_count=count, last_accessed=when)
-        pairs = sorted(held.items(), key=_extra_rank)
-        self._extra[seq] = tuple(chain.from_iterable(pairs))
+        extra = self.row(seq).extra
+        if not extra or extra[::2] == _ACCESS_NAMES:  # no other field (nearly every row)
+            self._extra[seq] = ("last_accessed", when, "access_count", count)  # _EXTRA's order
+        else:
+            held: dict[str, Any] = dict(zip(extra[::2], extra[1::2], strict=True))
+            held.update(access_count=count, last_accessed=when)
+            pairs = sorted(held.items(), key=_extra_rank)
+            self._extra[seq] = tuple(chain.from_iterable(pairs))
+        # a record kept built is dropped, not given the new values: most flushed memories are
+        # not read again before they leave the cache (a copy each cost more than it saved)
         self._recent.pop(seq, None)
 
     def stamps(self, seqs: Iterable[int]) -> list[float | datetime]:

@@ -14,18 +14,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cuemap_integrations import CueMap, arrays, kernel, ranking, scoring, topk
+from cuemap_integrations import CueMap, arrays, core, kernel, ranking, scoring, topk
 from cuemap_integrations.aliases import AliasTable
 from cuemap_integrations.config import RecallConfig
 from cuemap_integrations.ranking import QUERY_SOURCE, Carried, Concept, QueryPlan, plan_query
 from cuemap_integrations.records import MemoryRecord, MemoryType
 from cuemap_integrations.recordtable import RecordTable
+from cuemap_integrations.text import _C as _textc
 
 from ..conftest import T0, FakeClock
 from .test_kernel import _carried, _edit, edit_lists
 from .test_recordtable import _instants
 from .test_recordtable import records as packed_records
-from .test_topk import QUERIES, SEEDS, build
+from .test_topk import QUERIES, SEEDS, _store, build
 
 VOCABULARY = ["meeting", "meetings", "meet", "会议", "cache", "caches", "redis", "team", "lunch"]
 SOURCES = st.frozensets(st.sampled_from([QUERY_SOURCE, 1, 2, 3]), min_size=1, max_size=2)
@@ -54,6 +55,29 @@ def _reference_session_cues(plan: QueryPlan, carried: set[str], seq: int) -> tup
     return tuple(out)
 
 
+# each test of ``ranking._firsts`` runs on the Python reference and on the compiled twin
+FIRSTS = pytest.mark.parametrize(
+    "firsts",
+    [ranking._py_firsts, getattr(_textc, "firsts", None)],
+    ids=["python", "textc"],
+)
+
+
+def _skip_unbuilt(firsts: object) -> None:
+    if firsts is None:
+        pytest.skip("_textc is not built (or CUEMAP_TEXTC=0)")
+
+
+def _session_cues(
+    firsts: ranking._FirstsFn, plan: QueryPlan, cues: list[str], tags: list[str], seq: int
+) -> tuple[str, ...]:
+    """A hit's session cues as :meth:`ranking._Explainer.breakdown` finds them."""
+    concepts = plan.expanded_concepts
+    table = ranking._members([concept.members for concept in concepts])
+    return firsts(table, tuple(cues), tuple(tags), ranking._alone(concepts).get(seq))
+
+
+@FIRSTS
 @settings(max_examples=200, deadline=None)
 @given(
     concepts=st.lists(
@@ -65,20 +89,22 @@ def _reference_session_cues(plan: QueryPlan, carried: set[str], seq: int) -> tup
     seq=st.sampled_from([1, 2, 3]),
 )
 def test_session_cues_by_rank_equal_the_first_member_search(
+    firsts: ranking._FirstsFn,
     concepts: list[tuple[list[str], frozenset[int], float | None]],
     cues: list[str],
     tags: list[str],
     seq: int,
 ) -> None:
+    _skip_unbuilt(firsts)
     plan = QueryPlan(
         query="", normalized="", cues=(), expanded=(), tags=(), terms=(),
         expanded_concepts=tuple(Concept(tuple(m), 1.0, src, f) for m, src, f in concepts),
     )  # fmt: skip
-    carriers = ranking._carriers(plan)
-    got = ranking._session_cues(plan, carriers, tuple(cues) + tuple(tags), seq)
+    got = _session_cues(firsts, plan, cues, tags, seq)
     assert got == _reference_session_cues(plan, set(cues) | set(tags), seq)
 
 
+@FIRSTS
 @settings(max_examples=200, deadline=None)
 @given(
     concepts=st.lists(
@@ -89,15 +115,206 @@ def test_session_cues_by_rank_equal_the_first_member_search(
     seq=st.sampled_from([1, 2, 3]),
 )
 def test_session_cues_of_one_member_concepts_equal_the_first_member_search(
-    concepts: list[tuple[list[str], frozenset[int], float | None]], cues: list[str], seq: int
+    firsts: ranking._FirstsFn,
+    concepts: list[tuple[list[str], frozenset[int], float | None]],
+    cues: list[str],
+    seq: int,
 ) -> None:
     """Concepts of one cue each (nearly every carried concept), some sharing it."""
+    _skip_unbuilt(firsts)
     plan = QueryPlan(
         query="", normalized="", cues=(), expanded=(), tags=(), terms=(),
         expanded_concepts=tuple(Concept(tuple(m), 1.0, src, f) for m, src, f in concepts),
     )  # fmt: skip
-    got = ranking._session_cues(plan, ranking._carriers(plan), tuple(cues), seq)
+    got = _session_cues(firsts, plan, cues, [], seq)
     assert got == _reference_session_cues(plan, set(cues), seq)
+
+
+@FIRSTS
+@settings(max_examples=200, deadline=None)
+@given(
+    groups=st.lists(
+        st.lists(st.sampled_from(VOCABULARY), min_size=1, max_size=4, unique=True), max_size=6
+    ),
+    cues=st.lists(st.sampled_from(VOCABULARY), max_size=8),
+)
+def test_matched_cues_by_rank_equal_the_first_member_search(
+    firsts: ranking._FirstsFn, groups: list[list[str]], cues: list[str]
+) -> None:
+    """A hit's matched cues: of each explicit concept it carries (in plan order), the concept's
+    first member it carries (the set test per concept that ``_members`` replaced)."""
+    _skip_unbuilt(firsts)
+    present = set(cues)
+    expected = tuple(
+        next(cue for cue in group if cue in present)
+        for group in groups
+        if not present.isdisjoint(group)
+    )
+    table = ranking._members([tuple(group) for group in groups])
+    assert firsts(table, tuple(cues), (), None) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    concepts=st.lists(
+        st.lists(st.sampled_from(VOCABULARY), min_size=1, max_size=4).map(tuple), max_size=10
+    )
+)
+def test_compiled_members_equal_the_python_ones(concepts: list[tuple[str, ...]]) -> None:
+    """Concepts by member (repeated members within and across concepts included)."""
+    if _textc is None:
+        pytest.skip("_textc is not built (or CUEMAP_TEXTC=0)")
+    assert ranking._Members._make(_textc.members(concepts)) == ranking._py_members(concepts)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    query=st.lists(st.sampled_from(VOCABULARY), max_size=3),
+    lenders=st.lists(
+        st.tuples(
+            st.lists(st.sampled_from(VOCABULARY), max_size=6),
+            st.sampled_from([1.0, 0.5, 0.333333, 0.75, 0.0]),
+        ),
+        max_size=5,
+    ),
+)
+def test_compiled_lend_equals_the_python_one(
+    query: list[str], lenders: list[tuple[list[str], float]]
+) -> None:
+    """Lenders' cues taken in turn (repeated cues, lower and higher shares) give the same
+    cues, shares, source lists and order."""
+    if _textc is None:
+        pytest.skip("_textc is not built (or CUEMAP_TEXTC=0)")
+    held: list[dict[str, tuple[float, list[int]]]] = []
+    for lend in (core._py_lend, _textc.lend):
+        cues: dict[str, tuple[float, list[int]]] = {cue: (1.0, [-1]) for cue in query}
+        for source, (lent, share) in enumerate(lenders):
+            lend(cues, tuple(lent), share, source)
+        held.append(cues)
+    assert list(held[0].items()) == list(held[1].items())
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    items=st.lists(
+        st.tuples(
+            st.sampled_from(VOCABULARY),
+            st.lists(st.sampled_from(VOCABULARY), max_size=3).map(tuple),
+            st.floats(-1.0, 2.0),
+            SOURCES.map(lambda s: s if len(s) % 2 else set(s)),  # a set too: made frozen
+            FACTORS,
+        ),
+        max_size=8,
+    )
+)
+def test_compiled_single_concepts_equal_the_python_ones(
+    items: list[tuple[str, tuple[str, ...], float, frozenset[int] | set[int], float | None]],
+) -> None:
+    """Each carried cue as its own concept: its names (the cue first, then its concept's
+    members, each once), weight, sources as a frozenset, and self factor."""
+    if _textc is None:
+        pytest.skip("_textc is not built (or CUEMAP_TEXTC=0)")
+    carried = [Carried(cue, weight, sources, factor) for cue, _, weight, sources, factor in items]  # type: ignore[arg-type]
+    weights = [max(item.weight, 0.0) for item in carried]
+    found: list[tuple[object, tuple[str, ...]]] = [("key", members) for _, members, *_ in items]
+    got = _textc.single_concepts(Concept, carried, weights, found)
+    expected = ranking._py_single_concepts(Concept, carried, weights, found)
+    assert got == expected
+    assert all(type(c) is Concept and type(c.sources) is frozenset for c in got)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    cues=st.dictionaries(
+        st.sampled_from(VOCABULARY),
+        st.tuples(
+            st.sampled_from([1.0, 0.5, 0.333333]),
+            st.lists(st.sampled_from([QUERY_SOURCE, 1, 2, 3]), min_size=1, max_size=3),
+        ),
+        max_size=8,
+    ),
+    explicit=st.sets(st.sampled_from(VOCABULARY), max_size=3),
+    scale=st.sampled_from([0.5, 0.3, 1]),
+)
+def test_compiled_lent_carried_equal_the_python_ones(
+    cues: dict[str, tuple[float, list[int]]], explicit: set[str], scale: float
+) -> None:
+    """The feedback pass's carried cues: each lent cue but the explicit ones, in order, its
+    weight scaled, its sources the shared set of one for one memory (the same object)."""
+    if _textc is None:
+        pytest.skip("_textc is not built (or CUEMAP_TEXTC=0)")
+    alone = {seq: frozenset((seq,)) for seq in (QUERY_SOURCE, 1, 2, 3)}
+    got = _textc.lent_carried(Carried, cues, explicit, scale, alone)
+    expected = core._py_lent_carried(Carried, cues, explicit, scale, alone)
+    assert got == expected
+    assert [type(c) for c in got] == [Carried] * len(got)
+    assert all(c.sources is alone[seqs[0]] for c, (_, seqs) in
+               zip(got, (cues[c.cue] for c in got), strict=True) if len(seqs) == 1)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    expanded=st.lists(
+        st.builds(
+            Carried,
+            st.sampled_from(VOCABULARY),
+            st.sampled_from([-0.5, 0.0, 0.25, 1.0, 2]),
+            SOURCES,
+            FACTORS,
+        ),
+        max_size=8,
+    ),
+    explicit=st.sets(st.sampled_from(VOCABULARY), max_size=3),
+)
+def test_compiled_carried_parts_equal_the_python_ones(
+    expanded: list[Carried], explicit: set[str]
+) -> None:
+    """The carried cues but the explicit ones, their cues, and their weights from 0.0 (the
+    same objects: a weight kept is the one carried)."""
+    if _textc is None:
+        pytest.skip("_textc is not built (or CUEMAP_TEXTC=0)")
+    got = _textc.carried_parts(expanded, explicit)
+    expected = ranking._py_carried_parts(expanded, explicit)
+    assert got == expected
+    assert [type(w) for w in got[2]] == [type(w) for w in expected[2]]
+
+
+def test_compiled_firsts_rejects_what_it_cannot_read() -> None:
+    """Bad tables raise instead of reading past a list (the Python twin would raise too)."""
+    if _textc is None:
+        pytest.skip("_textc is not built (or CUEMAP_TEXTC=0)")
+    table = ranking._members([("a", "b")])
+    with pytest.raises(TypeError):
+        _textc.firsts(table, ("a",), (), [0])
+    with pytest.raises(IndexError):
+        _textc.firsts(table._replace(member_at=[]), ("a",), (), None)
+    with pytest.raises(ValueError):
+        _textc.firsts(table._replace(width=0), ("a",), (), None)
+    with pytest.raises(TypeError):
+        _textc.members([["a"]])
+    with pytest.raises(TypeError):
+        _textc.lend({"a": (1.0, ())}, ("a",), 0.5, 1)
+    with pytest.raises(ValueError):
+        _textc.single_concepts(Concept, [Carried("a", 1.0)], [], [])
+    with pytest.raises(KeyError):
+        _textc.lent_carried(Carried, {"a": (1.0, [7])}, set(), 0.5, {})
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=SEEDS, query=QUERIES, picks=st.lists(st.integers(0, 399), max_size=12, unique=True))
+def test_matched_terms_of_all_hits_equal_a_test_per_hit(
+    seed: int, query: list[str], picks: list[int]
+) -> None:
+    """The terms each hit's text holds, found term by term for all the hits at once, are
+    ``holds`` asked per hit and term, in plan order."""
+    cm = _store(seed % 3, 400)  # few distinct stores, many queries
+    index = cm._indexes["default"]
+    plan = plan_query(" ".join(query), index, cm.aliases)
+    seqs = [seq for seq in (cm._seq_of.get(("default", f"m{i}")) for i in picks) if seq]
+    got = ranking._matched_terms(index, plan.terms, seqs)
+    for seq in seqs:
+        expected = tuple(t for t in plan.terms if index.terms.holds(t, seq))
+        assert got.get(seq, ()) == expected
 
 
 def _reference_weighted_concepts(
@@ -271,21 +488,32 @@ def test_memoized_list_descriptors_read_what_fresh_ones_read_after_edits(
 
 
 @settings(max_examples=300, deadline=None)
-@given(record=packed_records(), count=st.integers(1, 5), when=_instants, cached=st.booleans())
+@given(
+    record=packed_records(),
+    count=st.integers(1, 5),
+    when=_instants,
+    cached=st.booleans(),
+    flushes=st.integers(1, 2),
+)
 def test_counting_an_access_in_place_packs_the_row_a_new_record_would(
-    record: MemoryRecord, count: int, when: datetime, cached: bool
+    record: MemoryRecord, count: int, when: datetime, cached: bool, flushes: int
 ) -> None:
     """``RecordTable.accessed`` (the flush of recall counts) leaves the row that packing the
-    record with that count and time gives, and a read sees the new record."""
+    record with that count and time gives, and a read sees the new record, whether one was
+    kept built or not (and a second flush of the same row, whose extra fields are then the
+    two access fields, too)."""
     when = record.evolve(last_accessed=when).last_accessed  # in UTC, as the store's clock
     table, reference = RecordTable(), RecordTable()
     table[3] = record
     if cached:
         table[3]  # noqa: B018  # a record built before the change must not be read after it
+    for _ in range(flushes - 1):
+        table.accessed(3, count + 1, T0)
     table.accessed(3, count, when)
     reference[3] = record.evolve(access_count=count, last_accessed=when)
     assert table.row(3) == reference.row(3)
     assert repr(table[3]) == repr(reference[3])
+    assert table[3] == reference[3]
 
 
 _WEIGHTS = st.fixed_dictionaries(
