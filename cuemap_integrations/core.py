@@ -54,7 +54,7 @@ from .records import (
     validate_content,
     validate_namespace,
 )
-from .recordtable import RecordTable
+from .recordtable import RecordTable, interned
 from .redact import DEFAULT_POLICY, RedactionPolicy, redact_record
 from .results import ConflictNote, Hit, NoteKind, RecallResult, RecallTrace
 from .sessions import open_sessions
@@ -228,8 +228,8 @@ class CueMap:
         self._listeners: list[WriteListener] = []
         self._threads = Threads()  # transcript turns, in order
         self.extension: RecallExtension | None = None  # e.g. the hybrid dense fallback
-        for seq, record in self._store.load():  # in seq order: postings can wait for a flush
-            self._index(seq, record, defer=True)
+        # in seq order: postings can wait for a flush
+        self._index_many(self._store.load(), defer=True)
         self._flush_postings()
         self._refresh_context(list(self._records))
         for namespace, from_id, to_id, kind in self._store.load_links():
@@ -298,36 +298,55 @@ class CueMap:
         )
         return self.aliases.expand([*record.cues, *keys.aliases]), keys.terms
 
-    def _index(
-        self, seq: int, record: MemoryRecord, memo: TextMemo | None = None, *, defer: bool = False
+    def _index(self, seq: int, record: MemoryRecord) -> None:
+        """Index ``record`` as memory ``seq`` (see :meth:`_index_many`)."""
+        self._index_many(((seq, record),))
+
+    def _index_many(
+        self,
+        rows: Iterable[tuple[int, MemoryRecord]],
+        memo: TextMemo | None = None,
+        *,
+        defer: bool = False,
     ) -> None:
-        """Index ``record`` as memory ``seq`` (text keys from a batch's ``memo``); ``defer``: its
-        postings wait for the index's ``flush`` (new memories, in ascending ``seq`` order)."""
-        cues, terms = self._cues_and_terms(record, memo)
-        index = self._indexes.get(record.namespace)
-        if index is None:  # not setdefault: that would build an empty index for every memory
-            index = self._indexes[record.namespace] = NamespaceIndex(self._columns)
-        records = self._records
-        # the cues other memories of the namespace hold (posted or waiting) are coded in the
-        # row (recordtable.py); the row's interned cues when the cues are the same, and its
-        # creation time when it was never updated: the index shares these objects instead of
-        # copies (read from the row's columns: no Row is built for it)
-        row_cues = records.put(seq, record, index.held_cues())
-        same = len(cues) == len(row_cues) and cues == list(row_cues)
-        updated = _updated_stamp(record, records.stamp_at(seq))
-        turn = thread_of(record) is not None
-        index.add(
-            seq, row_cues if same else cues, record.tags, terms,
-            updated_ts=updated, type=record.type._value_, defer=defer,  # see _ttl_expiry
-            content=None if turn else record.content,
-        )  # fmt: skip
-        self._seq_of[(record.namespace, record.memory_id)] = seq
-        key = content_key(record) if memo is None else memo.content_key(record)
-        self._by_content.add(key, seq)
-        if record.key is not None and record.superseded_by is None:
-            self._by_key[(record.namespace, record.key)] = seq
-        if turn:  # Threads.add would find no thread (and no speaker) for any other memory
-            self._threads.add(seq, record)
+        """Index each ``(seq, record)`` of ``rows`` (text keys from a batch's ``memo``);
+        ``defer``: their postings wait for the index's ``flush`` (new memories, in ascending
+        ``seq`` order). One loop for a whole batch, with what every memory shares (the
+        tables, their bound methods) looked up once: bulk ingest indexes each memory through a
+        dozen small steps, whose calls and lookups were much of their time when each memory
+        was a call of its own."""
+        table, indexes, columns = self._records, self._indexes, self._columns
+        put, stamp_at, aliases = table.put, table.stamp_at, self.aliases
+        seq_of, by_key, threads = self._seq_of, self._by_key, self._threads
+        add_content = self._by_content.add
+        # without a memo (loading a store, one update): nothing kept past the memory
+        keys_of = partial(text_keys, aliases=aliases) if memo is None else memo.keys
+        content_key_of = content_key if memo is None else memo.content_key
+        for seq, record in rows:
+            namespace, content = record.namespace, record.content
+            keys = keys_of(content)
+            cues = aliases.expand([*record.cues, *keys.aliases])
+            index = indexes.get(namespace)
+            if index is None:
+                index = indexes[namespace] = NamespaceIndex(columns)
+            # the cues other memories of the namespace hold (posted or waiting) are coded in
+            # the row (recordtable.py); the row's interned cues when the cues are the same, and
+            # its creation time when it was never updated: the index shares these objects
+            # instead of copies (read from the row's columns: no Row is built for it)
+            row_cues = put(seq, record, index.held_cues())
+            # expand's cues are distinct: the index keeps them interned, the row's when equal
+            kept = row_cues if cues == list(row_cues) else interned(cues)
+            turn = thread_of(record) is not None
+            index.add_distinct(
+                seq, kept, record.tags, keys.terms, _updated_stamp(record, stamp_at(seq)),
+                record.type._value_, None if turn else content, defer,  # see _ttl_expiry
+            )  # fmt: skip
+            seq_of[(namespace, record.memory_id)] = seq
+            add_content(content_key_of(record), seq)
+            if record.key is not None and record.superseded_by is None:
+                by_key[(namespace, record.key)] = seq
+            if turn:
+                threads.add(seq, record)
 
     def _flush_postings(self) -> None:
         """Post what ``_index(..., defer=True)`` left waiting (before the index is read)."""
@@ -506,8 +525,7 @@ class CueMap:
         for seq, record in plan.changed.items():
             self._unindex(seq)
             self._index(seq, record)
-        for seq, record in zip(seqs, plan.new, strict=True):
-            self._index(seq, record, memo, defer=True)
+        self._index_many(zip(seqs, plan.new, strict=True), memo, defer=True)
         self._flush_postings()
         self._refresh_context([*seqs, *plan.changed])
         for link in plan.links:

@@ -534,6 +534,19 @@ class NamespaceIndex:
         if context:
             self.set_context(seq, dict(context))
 
+    def add_distinct(
+        self, seq: int, cues: tuple[str, ...], tags: tuple[str, ...], terms: Sequence[str],
+        updated_ts: float, type: str, content: str | None, defer: bool,
+    ) -> None:  # fmt: skip
+        """:meth:`add` of a memory whose ``cues`` are distinct and interned (the store's
+        ingest, :meth:`CueMap._index_many`): a new plain doc goes straight to
+        :meth:`_defer_plain`, without :meth:`add`'s keyword call and its pass over the cues."""
+        if defer and content is not None and not tags and self.view is None:
+            self._defer_plain(seq, cues, terms, content, updated_ts, type)
+        else:
+            self.add(seq, cues, tags, terms, updated_ts=updated_ts, type=type, content=content,
+                     defer=defer)  # fmt: skip
+
     def held_cues(self) -> Container[str]:
         """The cues some memory of this index has, posted or waiting for :meth:`flush`: what a
         record row may code (``RecordTable.put``). Without the waiting ones, a bulk batch into

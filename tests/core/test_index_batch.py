@@ -138,3 +138,43 @@ def test_a_batch_posts_words_used_once_without_filling_the_cue_tables_own_dict()
     index.flush()
     assert len(index.cues) == len(index.terms) == 2000 and index.cues.held("w7") == 7
     assert sys.getsizeof(index.cues._held) == sys.getsizeof(index.terms._held) == sys.getsizeof({})
+
+
+@settings(max_examples=200, deadline=None)
+@given(DOCS, st.booleans(), st.booleans())
+def test_add_distinct_equals_add(
+    batch: list[tuple[list[str], list[str], list[str]]], plain: bool, defer: bool
+) -> None:
+    """The store's positional ``add_distinct`` (cues distinct and interned, a plain doc's
+    content) indexes as :meth:`NamespaceIndex.add` does, deferred or not."""
+    fast, reference = NamespaceIndex(), NamespaceIndex()
+    for seq, (cues, tags, terms) in enumerate(batch):
+        kept = tuple(map(sys.intern, dict.fromkeys(cues)))
+        content = " ".join(terms) if plain else None
+        fast.add_distinct(seq, kept, tuple(tags), terms, 1.5 * seq, "fact", content, defer)
+        reference.add(seq, kept, tags, terms, updated_ts=1.5 * seq, type="fact",
+                      content=content, defer=defer)  # fmt: skip
+    for index in (fast, reference):
+        index.flush()
+    assert _state(fast) == _state(reference)
+    assert [fast.docs[seq] for seq in fast.docs] == [reference.docs[seq] for seq in reference.docs]
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["the db is down", "database cache order", "k8s pod",
+                                            "Caroline met Jon", "db db db"]),
+                          st.sampled_from([None, ["db"], ["cache", "kubernetes"]]),
+                          st.sampled_from([None, ["ops"]])), max_size=8))  # fmt: skip
+def test_a_batch_indexes_the_cues_of_index_keys(
+    items: list[tuple[str, list[str] | None, list[str] | None]],
+) -> None:
+    """Bulk ingest's one indexing loop (``CueMap._index_many``) indexes each memory under the
+    cues of ``_index_keys`` (its cues expanded with the aliases found in its content), and
+    its tags, as the store's reference path builds them."""
+    store = CueMap()
+    stored = store.add_many([{"content": c, "cues": cues, "tags": tags} for c, cues, tags in items])
+    for record in stored:
+        seq = store._seq_of[(record.namespace, record.memory_id)]
+        cues, tags, _ = store._index_keys(store._records[seq])
+        docs = store._indexes[record.namespace].docs
+        assert (docs.cues(seq), docs.tags(seq)) == (tuple(cues), tuple(tags))

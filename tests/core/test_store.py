@@ -250,3 +250,42 @@ def test_grouped_inserts_store_the_rows_and_seqs_of_row_by_row_ones(before: int,
         single._insert_each(first)
         assert grouped.insert_many(made) == single._insert_each(made)
         assert _stored_rows(grouped) == _stored_rows(single)
+
+
+_MAYBE_ID = st.one_of(st.none(), st.sampled_from(["m1", "other-id", "k"]))
+_MAYBE_TIME = st.one_of(st.none(), st.sampled_from([T0, T0.replace(microsecond=5)]))
+
+
+@settings(max_examples=100, deadline=None)
+@given(_MAYBE_ID, _MAYBE_ID, _MAYBE_ID, _MAYBE_TIME, _MAYBE_TIME, _MAYBE_TIME, st.integers(1, 60))
+def test_rows_hold_null_where_a_record_has_none(
+    supersedes: str | None,
+    superseded_by: str | None,
+    key: str | None,
+    last_accessed: object,
+    expires_at: object,
+    superseded_at: object,
+    count: int,
+) -> None:
+    """The statements bind "" for a missing id or timestamp (no None through sqlite3's
+    adapters) and store NULL for it: the rows hold what binding None held, whether inserted
+    in groups, one by one or replaced, and read back as the records."""
+    record = MemoryRecord(
+        memory_id="m0", content="the db is down", created_at=T0, updated_at=T0,
+        supersedes=supersedes, superseded_by=superseded_by, key=key,
+        last_accessed=last_accessed, expires_at=expires_at, superseded_at=superseded_at,
+    )  # fmt: skip
+    records = [record.evolve(memory_id=f"m{i}") for i in range(count)]  # a group and the rest
+    store = SQLiteStore()
+    seqs = store.insert_many(records)
+    records[0] = records[0].evolve(key=None if key else "k2")
+    store.replace(seqs[0], records[0])
+    optional = ("supersedes", "superseded_by", "key", "last_accessed", "expires_at",
+                "superseded_at")  # fmt: skip
+    stored = store._conn.execute(f"SELECT {', '.join(optional)} FROM memories ORDER BY seq")
+    for row, expected in zip(stored.fetchall(), records, strict=True):
+        values = [getattr(expected, name) for name in optional]
+        assert list(row) == [
+            v if v is None or isinstance(v, str) else v.isoformat() for v in values
+        ]
+    assert [r for _, r in store.load()] == records
