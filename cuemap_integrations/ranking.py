@@ -546,7 +546,7 @@ def _py_firsts(
     # pass carries some twenty of its concepts, a loop step each was ~40% of explaining it);
     # [-1, *ats] is each entry's predecessor's concept, one longer (not strict)
     return tuple(
-        [member_at[entry] for entry, at, before in zip(found, ats, [-1, *ats], strict=False)  # type: ignore[misc]  # an entry's member: set
+        [member_at[entry] for entry, at, before in zip(found, ats, [-1, *ats], strict=False)  # type: ignore[misc]  # held entries' members are never None
          if at != before and at not in mine]
     )  # fmt: skip
 
