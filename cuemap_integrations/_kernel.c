@@ -17,7 +17,7 @@
 
 /* The layout of every argument below: kernel.py refuses a library reporting another one (a
  * stale build next to newer sources). Raise it with any change to an argument or descriptor. */
-#define ABI_VERSION 10
+#define ABI_VERSION 11
 
 int64_t cm_abi_version(void) { return ABI_VERSION; }
 
@@ -846,16 +846,33 @@ int64_t cm_top(int64_t n, const double *key, const uint8_t *skip, const int64_t 
     return drained(heap, held, o_seq, o_key);
 }
 
-/* cm_rank's scoring parameters (arrays.py _priors without a bonus or frequency penalty). */
+/* cm_rank's and cm_bounds' scoring parameters (arrays.py _priors without a bonus or frequency
+ * penalty). */
 enum { R_NOW, R_NEG_PER_SECOND, R_W_RECENCY, R_PRIOR_MAX, R_CUT, RANK_DOUBLES };
 
+/* The prior of the memory at `slot` into *prior: w_recency * 2^((now - updated) * -per_second)
+ * (the age clamped at 0), plus its type's bonus (type_bonus[type_code]; the one bonus of all
+ * types when n_types is 1, its type code not read) -- the same operations in the same order as
+ * arrays.py _priors, so the same floats. Returns 0, or E_TYPE for a type code without a bonus. */
+static int prior_at(int64_t slot, const double *updated, const int32_t *type_code,
+                    const double *type_bonus, int64_t n_types, const double *p, double *prior) {
+    int32_t code = n_types == 1 ? 0 : type_code[slot];
+    if (code < 0 || code >= n_types) return E_TYPE;
+    double value = type_bonus[code];
+    if (p[R_W_RECENCY] != 0.0) {
+        double age = p[R_NOW] - updated[slot];
+        age = age < 0.0 ? 0.0 : age; /* np.maximum(age, 0.0) */
+        value = exp2(age * p[R_NEG_PER_SECOND]) * p[R_W_RECENCY] + value;
+    }
+    *prior = value;
+    return 0;
+}
+
 /* The best m rows not skipped by score, in cm_top's order, where a row's score is its evidence
- * plus its prior: w_recency * 2^((now - updated) * -per_second) (the age clamped at 0), plus
- * its type's bonus (type_bonus[type_code]) -- the same operations in the same order as
- * arrays.py _priors and _scores, so the same floats. Rows scoring below the cut are left out.
- * A row whose evidence plus the largest prior cannot enter a full heap is passed over without
- * its prior computed (its slot not read): at 100k memories a dense pass has ~30k rows. Returns
- * how many rows are written, or a negative code. */
+ * plus its prior (prior_at): the same floats as arrays.py _scores. Rows scoring below the cut
+ * are left out. A row whose evidence plus the largest prior cannot enter a full heap is passed
+ * over without its prior computed (its slot not read): at 100k memories a dense pass has ~30k
+ * rows. Returns how many rows are written, or a negative code. */
 int64_t cm_rank(int64_t n, const double *evidence, const uint8_t *skip, const int64_t *slots,
                 int64_t size, const int64_t *seq_at, const double *updated,
                 const int32_t *type_code, const double *type_bonus, int64_t n_types,
@@ -868,24 +885,66 @@ int64_t cm_rank(int64_t n, const double *evidence, const uint8_t *skip, const in
         if (skip && skip[i]) continue;
         if (held == m && evidence[i] + p[R_PRIOR_MAX] < heap[0].key) continue;
         int64_t slot = slots[i];
-        if (slot < 0 || slot >= size) {
+        double prior;
+        int code = slot < 0 || slot >= size
+                       ? E_SLOT
+                       : prior_at(slot, updated, type_code, type_bonus, n_types, p, &prior);
+        if (code != 0) {
             free(heap);
-            return E_SLOT;
-        }
-        int32_t code = type_code[slot];
-        if (code < 0 || code >= n_types) {
-            free(heap);
-            return E_TYPE;
-        }
-        double prior = type_bonus[code];
-        if (p[R_W_RECENCY] != 0.0) {
-            double age = p[R_NOW] - updated[slot];
-            age = age < 0.0 ? 0.0 : age; /* np.maximum(age, 0.0) */
-            prior = exp2(age * p[R_NEG_PER_SECOND]) * p[R_W_RECENCY] + prior;
+            return code;
         }
         double score = evidence[i] + prior;
         if (score < p[R_CUT]) continue;
         held = offer(heap, held, m, (Ranked){score, seq_at[slot]});
     }
     return drained(heap, held, o_seq, o_key);
+}
+
+/* What a narrowing check asks of the n rows the lists taken reach (arrays.py _bounds): each
+ * row's prior (prior_at) in o_prior and lower bound, its evidence plus that prior, in o_lower
+ * (the same floats as arrays.py _priors and the sum _taken made), and the best m rows not
+ * skipped by lower bound, in cm_top's order, in o_seq and o_key (cm_top of o_lower). Where
+ * NumPy made some ten arrays of the rows. p: cm_rank's parameters (the largest prior and the
+ * cut are not read). Returns how many rows are written to o_seq and o_key, or a negative code. */
+int64_t cm_bounds(int64_t n, const double *evidence, const uint8_t *skip, const int64_t *slots,
+                  int64_t size, const int64_t *seq_at, const double *updated,
+                  const int32_t *type_code, const double *type_bonus, int64_t n_types,
+                  const double *p, int64_t m, double *o_prior, double *o_lower, int64_t *o_seq,
+                  double *o_key) {
+    if (m < 0 || n_types < 1) return E_TYPE;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t slot = slots[i];
+        if (slot < 0 || slot >= size) return E_SLOT;
+        int code = prior_at(slot, updated, type_code, type_bonus, n_types, p, o_prior + i);
+        if (code != 0) return code;
+        o_lower[i] = evidence[i] + o_prior[i];
+    }
+    return cm_top(n, o_lower, skip, slots, size, seq_at, m, o_seq, o_key);
+}
+
+/* cm_keep's parameters. */
+enum { K_REST, K_BONUS_MAX, K_CUT, KEEP_DOUBLES };
+
+/* The rows of a narrowing check that can still reach theta (arrays.py _kept_by_kernel): a row's
+ * upper bound is its lower bound plus the most the lists not taken add (rest), its jump (what
+ * matching the query later adds to a session-only memory) and the largest bonus, added in that
+ * order as arrays.py _upper adds them; the rows whose upper bound reaches the cut (theta less
+ * the rounding margin) are kept. Their slots, seqs and base (prior plus the largest bonus,
+ * Refine's) are written in row order to o_slots, o_seqs and o_base. Returns how many rows are
+ * kept, or a negative code. */
+int64_t cm_keep(int64_t n, const double *lower, const double *jump, const double *prior,
+                const int64_t *slots, int64_t size, const int64_t *seq_at, const double *p,
+                int64_t *o_slots, int64_t *o_seqs, double *o_base) {
+    int64_t kept = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double upper = lower[i] + p[K_REST];
+        upper += jump[i];
+        upper += p[K_BONUS_MAX];
+        if (!(upper >= p[K_CUT])) continue;
+        int64_t slot = slots[i];
+        if (slot < 0 || slot >= size) return E_SLOT;
+        o_slots[kept] = slot, o_seqs[kept] = seq_at[slot];
+        o_base[kept++] = prior[i] + p[K_BONUS_MAX];
+    }
+    return kept;
 }

@@ -662,16 +662,15 @@ def _compiled_narrowed(
         # instead of reading the lists taken again (unless the probe's call came between, or
         # an earlier pass's check found them)
         sums = _taken(view, described, ordered, taken, weights, cfg, scorer, k, admitted, memo)
-        reach = _reached(view, sums, cfg, scorer, floor, rest[u + 1], probe)
+        reach = _compiled_reach(view, sums, scorer, floor, rest[u + 1], probe)
         if reach is not None:
-            kept = reach.cand  # a copy: the next call reuses the scratch's output arrays
+            kept, theta = reach  # arrays of their own: the next call reuses the scratch's output
             # each list not taken then drops the candidates it leaves out of reach of theta,
             # so the longer lists after it are probed for fewer
-            base = reach.prior[reach.keep] + scorer.bonus_max
-            refine = kernel.Refine(base, every, reach.theta - _EPSILON, taken)
+            refine = kernel.Refine(kept.base, every, theta - _EPSILON, taken)
             resume = taken if view.scratch().holds(described, taken) else 0
             found = kernel.accumulate(
-                view, described, weights, cand=(kept, view.seq_at[kept]), refine=refine,
+                view, described, weights, cand=(kept.slots, kept.seqs), refine=refine,
                 resume=resume,
             )  # fmt: skip
             return _from_kernel(found)
@@ -680,15 +679,45 @@ def _compiled_narrowed(
 
 class _Taken(NamedTuple):
     """What the lists a narrowing check takes give the memories they reach (``cand``, their
-    ``partial`` sums): each one's prior (without the bonus), lower bound and tag-only flag,
+    ``partial`` sums): each one's tag-only flag, prior (without the bonus) and lower bound,
     and ``kth``, the k-th best lower bound among the admitted ones (-inf: fewer)."""
 
     cand: Any
     partial: _Sums
+    tag_only: Any
     prior: Any
     lower: Any
-    tag_only: Any
     kth: float
+
+
+class _Bounds(NamedTuple):
+    """Each candidate's prior (without the bonus) and lower bound, and the k-th best lower
+    bound among the admitted ones that matched more than tags (-inf: fewer than k)."""
+
+    prior: Any
+    lower: Any
+    kth: float
+
+
+def _bounds(
+    view: ArrayView, cand: Any, evidence: Any, tag_only: Any, scorer: FastScorer, k: int,
+    admitted: Callable[[int], bool],
+) -> _Bounds:  # fmt: skip
+    """:class:`_Bounds` of the kernel's rows ``cand`` (their ``evidence`` and ``tag_only``
+    flags): in one C call (:func:`kernel.bounds`: the priors, lower bounds and the best block,
+    whose admitted ones Python asks about), where NumPy made some ten arrays of the rows; by
+    :func:`_priors` and :func:`_kth` when the prior asks Python for access counts (frequency).
+    The same floats either way (``tests/core/test_narrow_bounds.py``)."""
+    if scorer.w_freq:
+        prior = _priors(view, cand, scorer)  # without the bonus: :func:`_scores`' lower bound
+        lower = evidence + prior  # evidence only adds
+        return _Bounds(prior, lower, _kth(view, cand, lower, k, admitted, tag_only))
+    block = max(2 * k, k + 16)
+    found = kernel.bounds(view, cand, evidence, tag_only, _ranking(view, scorer, None), block)
+    kth = _kth_of(found.best, k, admitted, len(found.best.seqs) < block or block >= len(cand))
+    if kth is None:  # too few admitted among the best: _compiled_kth looks further
+        kth = _compiled_kth(view, cand, found.lower, k, admitted, tag_only)
+    return _Bounds(found.prior, found.lower, kth)
 
 
 def _taken(
@@ -714,25 +743,35 @@ def _taken(
     if key is not None:  # kept past the next call, which reuses the scratch's output arrays
         cand = cand.copy()
         partial = _Sums.of(kernel.KernelSums(cand, *(a.copy() for a in found[1:])))
-    prior = _priors(view, cand, scorer)  # without the bonus: :func:`_scores`' lower bound
-    lower = partial.evidence + prior  # evidence only adds
     tag_only = partial.only  # ranked after every other match: never the k-th
-    kth = _kth(view, cand, lower, k, admitted, tag_only)
-    held = _Taken(cand, partial, prior, lower, tag_only, kth)
+    bounds = _bounds(view, cand, partial.evidence, tag_only, scorer, k, admitted)
+    held = _Taken(cand, partial, tag_only, *bounds)
     if memo is not None and key is not None:
         memo.taken[key] = held
     return held
 
 
-def _reached(
-    view: ArrayView, found: _Taken, cfg: RecallConfig, scorer: FastScorer, floor: float,
-    rest: float, probe: Callable[[Any, Any], float],
-) -> _Reach | None:  # fmt: skip
-    """:func:`_reachable` of what the lists taken found (:func:`_taken`)."""
-    cand, partial, prior, lower, tag_only, kth = found
-    theta = max(kth, floor)
-    return _reach_beyond(partial, slice(None), cand, prior, lower, tag_only, theta, cfg, scorer,
-                         rest, probe)  # fmt: skip
+def _compiled_reach(
+    view: ArrayView, found: _Taken, scorer: FastScorer, floor: float, rest: float,
+    probe: Callable[[Any, Any, Any], float],
+) -> tuple[kernel.Kept, float] | None:  # fmt: skip
+    """:func:`_reachable` of what the lists taken found (:func:`_taken`), by the kernel: the
+    candidates that can reach theta (:func:`kernel.keep`, as :func:`_upper` bounds them) and
+    theta; None when a memory outside them still could.
+
+    ``probe(cand, lower, tag_only)`` is asked for another lower bound of the k-th best when
+    the k-th best lower bound (or ``floor``) does not beat ``rest``: its kernel call reuses
+    the scratch's output arrays, which the candidates and their jumps may be views of (so
+    they are copied first)."""
+    cand, partial, tag_only, prior, lower, kth = found
+    theta, jump, reach = max(kth, floor), partial.jump, rest + scorer.prior_max
+    if reach >= theta - _EPSILON:
+        cand, jump = cand.copy(), jump.copy()
+        theta = max(theta, probe(cand, lower, tag_only))
+        if reach >= theta - _EPSILON:
+            return None
+    cut = theta - _EPSILON
+    return kernel.keep(view, cand, lower, jump, prior, rest, scorer.bonus_max, cut), theta
 
 
 def _vectorized(
@@ -885,8 +924,11 @@ def _kernel_walk(
 
 def _ranking(view: ArrayView, scorer: FastScorer, min_score: float | None) -> kernel.Ranking:
     """What :func:`kernel.rank` scores by: ``scorer``'s prior (as :func:`_priors` computes it,
-    by the view's type codes), and ``min_score`` less the margin (as :func:`_ranked_walk` cuts)."""
+    by the view's type codes; one bonus for all when they all have the same, so the kernel
+    reads no type code), and ``min_score`` less the margin (as :func:`_ranked_walk` cuts)."""
     bonus = [scorer.type_bonus.get(name, 0.0) for name in view.type_codes] or [0.0]
+    if bonus.count(bonus[0]) == len(bonus):
+        bonus = bonus[:1]
     return kernel.Ranking(
         scorer.now_ts, scorer.per_second, scorer.w_recency, _np().array(bonus), scorer.prior_max,
         -math.inf if min_score is None else min_score - _EPSILON,
@@ -1010,44 +1052,18 @@ class _Reach(NamedTuple):
 def _reachable(
     view: ArrayView, partial: _Sums, cand: Any, cfg: RecallConfig, scorer: FastScorer, k: int,
     admitted: Callable[[int], bool], floor: float, rest: float,
-    probe: Callable[[Any, Any], float] | None = None,
 ) -> _Reach | None:  # fmt: skip
     """Which of ``cand`` (their ``partial`` sums from the lists taken) can still reach the k-th
     best once the lists not taken (adding at most ``rest``) are read; None when a memory outside
-    the candidates still could (the k-th best lower bound theta does not beat ``rest``).
-
-    ``probe(cand, lower)``, when given, is asked for another lower bound of the k-th best when
-    theta does not beat ``rest`` (of the candidates that ranked, with their lower bounds). It
-    may reuse the kernel's output arrays, which ``cand`` and ``partial`` may be views of."""
-    # every position: the kernel's sums are read whole (views), not gathered by an arange
-    at: Any = slice(None) if partial.evidence is not None else _np().arange(len(cand))
+    the candidates still could (the k-th best lower bound theta does not beat ``rest``)."""
+    at = _np().arange(len(cand))
     prior = _priors(view, cand, scorer)  # without the bonus: :func:`_scores`' lower bound
     lower = _evidence(partial, at, cfg, scorer) + prior  # evidence only adds
     tag_only = partial.tag_only(at)  # ranked after every other match: never the k-th
     theta = max(_kth(view, cand, lower, k, admitted, tag_only), floor)
-    return _reach_beyond(partial, at, cand, prior, lower, tag_only, theta, cfg, scorer, rest,
-                         probe)  # fmt: skip
-
-
-def _reach_beyond(
-    partial: _Sums, at: Any, cand: Any, prior: Any, lower: Any, tag_only: Any, theta: float,
-    cfg: RecallConfig, scorer: FastScorer, rest: float,
-    probe: Callable[[Any, Any], float] | None,
-) -> _Reach | None:  # fmt: skip
-    """:func:`_reachable` once the candidates' priors, lower bounds, tag-only flags and a k-th
-    best lower bound ``theta`` are known."""
-    upper = None
     if rest + scorer.prior_max >= theta - _EPSILON:
-        if probe is None:
-            return None
-        upper = _upper(partial, at, lower, rest, cfg, scorer)  # read before the probe's call
-        cand, sure = cand.copy(), ~tag_only
-        theta = max(theta, probe(cand[sure], lower[sure]))
-        if rest + scorer.prior_max >= theta - _EPSILON:
-            return None
-    if upper is None:
-        upper = _upper(partial, at, lower, rest, cfg, scorer)
-    keep = upper >= theta - _EPSILON
+        return None
+    keep = _upper(partial, at, lower, rest, cfg, scorer) >= theta - _EPSILON
     return _Reach(keep, cand[keep], prior, theta)
 
 
@@ -1057,7 +1073,7 @@ def _upper(
     """An upper bound of each candidate's score (``lower``, from its ``partial`` sums at
     ``at``) once the lists not taken (adding at most ``rest``) are read, with the largest
     bonus (``lower`` left it out): those below theta are dropped too, so the long lists are
-    probed for the few that remain."""
+    probed for the few that remain (:func:`kernel.keep` adds the same in C)."""
     upper = lower + rest  # then added to in place: the same sums, in the same order
     upper += _jump(partial, at, cfg, scorer)
     upper += scorer.bonus_max
@@ -1066,19 +1082,21 @@ def _upper(
 
 def _probed_theta(
     view: ArrayView, described: Any, weights: tuple[float, ...], scorer: FastScorer, k: int,
-    admitted: Callable[[int], bool], cand: Any, lower: Any,
+    admitted: Callable[[int], bool], cand: Any, lower: Any, tag_only: Any,
 ) -> float:  # fmt: skip
-    """The k-th best exact lower bound of the best few of ``cand`` by ``lower`` (-inf when
-    fewer than k rank): every list summed for them in one kernel call (each long list probed
-    for those few), plus their priors (without the bonus). The lists taken alone may give the
-    leaders too little, where the long lists give them most of their score."""
-    block = min(len(cand), max(2 * k, k + 16))
-    if block < k:
+    """The k-th best exact lower bound of the best few of ``cand`` by ``lower``, those
+    ``tag_only`` marks left out (-inf when fewer than k rank): every list summed for them in
+    one kernel call (each long list probed for those few), plus their priors (without the
+    bonus). The lists taken alone may give the leaders too little, where the long lists give
+    them most of their score."""
+    best = kernel.top(view, cand, lower, max(2 * k, k + 16), tag_only)
+    if len(best.seqs) < k:
         return -math.inf
-    best = _np().sort(_best_block(view, cand, lower, block)[0])  # ascending: the kernel probes
-    found = kernel.accumulate(view, described, weights, cand=(best, view.seq_at[best]))
-    exact = found.evidence + _priors(view, found.slots, scorer)
-    return _kth(view, found.slots, exact, k, admitted, found.tag_only)
+    np = _np()
+    seqs = np.frombuffer(best.seqs, dtype=np.int64)
+    slots = np.sort(view.slot_by_seq[seqs])  # ascending: the kernel probes
+    found = kernel.accumulate(view, described, weights, cand=(slots, view.seq_at[slots]))
+    return _bounds(view, found.slots, found.evidence, found.tag_only, scorer, k, admitted).kth
 
 
 def _best_block(
@@ -1211,15 +1229,22 @@ def _compiled_kth(
     block = max(2 * k, k + 16)
     while True:
         best = kernel.top(view, cand, lower, block, skip)
-        found = 0
-        for seq, value in zip(best.seqs, best.keys, strict=True):
-            if admitted(seq):
-                found += 1
-                if found == k:
-                    return value
-        if len(best.seqs) < block or block >= len(cand):  # every candidate asked
-            return -math.inf
+        kth = _kth_of(best, k, admitted, len(best.seqs) < block or block >= len(cand))
+        if kth is not None:
+            return kth
         block *= 4  # too few admitted among the best: look further
+
+
+def _kth_of(best: kernel.Top, k: int, admitted: Callable[[int], bool], every: bool) -> float | None:
+    """The key of the k-th admitted row of ``best`` (best first); when there are fewer, -inf
+    if ``every`` row was asked, else None (a larger block may hold it)."""
+    found = 0
+    for seq, value in zip(best.seqs, best.keys, strict=True):
+        if admitted(seq):
+            found += 1
+            if found == k:
+                return value
+    return -math.inf if every else None
 
 
 def _scores(

@@ -4,7 +4,9 @@
 posting buffers directly: the work of the NumPy mirrors, unions and narrowing in
 :mod:`.arrays`, which stays the reference and the fallback. :func:`evidence` then gives the
 chosen memories their exact evidence (the Python pass's sums, :mod:`.topk`) in one more call.
-:func:`top` orders the best few candidates by score for the walks that pick the k-th best.
+:func:`top` orders the best few candidates by score for the walks that pick the k-th best;
+:func:`bounds` and :func:`keep` give a narrowing check its candidates' lower bounds and the
+candidates it keeps.
 The library is built at install (``hatch_build.py``); without it (no compiler then)
 :func:`available` is False and recall uses the NumPy path. ``CUEMAP_KERNEL=0`` in the
 environment turns the kernel off as well (the tests compare the two paths that way).
@@ -36,12 +38,12 @@ if TYPE_CHECKING:
     from .arrays import ArrayView
 
 __all__ = [
-    "ABI_VERSION", "Floor", "KernelError", "KernelSums", "Ranking", "RawEvidence", "Refine",
-    "Scratch", "Top", "accumulate", "available", "describe", "enabled", "evidence", "load", "rank",
-    "top", "union_size",
+    "ABI_VERSION", "Bounds", "Floor", "KernelError", "KernelSums", "Kept", "Ranking", "RawEvidence",
+    "Refine", "Scratch", "Top", "accumulate", "available", "bounds", "describe", "enabled",
+    "evidence", "keep", "load", "rank", "top", "union_size",
 ]  # fmt: skip
 
-ABI_VERSION = 10  # the argument layout _kernel.c implements (its ABI_VERSION)
+ABI_VERSION = 11  # the argument layout _kernel.c implements (its ABI_VERSION)
 # Every memory the lists reach is summed this many sequence numbers at a time (all lists for
 # one block, then the next; the same floats): a block's 32-byte cells, lengths and seq -> slot
 # entries (400 KB) stay in a core's L2 cache here (2 MB) while each list adds to them. CPU ms
@@ -107,6 +109,10 @@ def _declared(lib: Any) -> Any:
     lib.cm_top.restype = i64
     lib.cm_rank.argtypes = [i64, *[ptr] * 3, i64, *[ptr] * 4, i64, ptr, i64, ptr, ptr]
     lib.cm_rank.restype = i64
+    lib.cm_bounds.argtypes = [*lib.cm_rank.argtypes[:-2], ptr, ptr, ptr, ptr]
+    lib.cm_bounds.restype = i64
+    lib.cm_keep.argtypes = [i64, *[ptr] * 4, i64, *[ptr] * 5]
+    lib.cm_keep.restype = i64
     return lib
 
 
@@ -164,6 +170,8 @@ class Scratch:
 
     def __init__(self, np: Any, size: int) -> None:
         self.np, self.size, self.lock = np, size, threading.RLock()
+        if not _DTYPES:
+            _dtypes(np)
         self.cells = huge_zeros(np, 4 * size, np.float64)  # four 8-byte fields per slot
         self.bits = huge_zeros(np, (size + 63) // 64, np.uint64)
         # addresses are asked once per array: NumPy's ``.ctypes.data`` costs microseconds, and
@@ -207,6 +215,14 @@ class Scratch:
     def seq_address(self, view: ArrayView) -> int:
         """The address of the view's slot -> seq map."""
         return self._view_address("seq_at", view)
+
+    def prior_addresses(self, view: ArrayView) -> tuple[int, int, int]:
+        """The addresses of the view's slot -> seq map, per-slot update times and type codes
+        (what a memory's prior reads)."""
+        return (
+            self._view_address("seq_at", view), self._view_address("updated", view),
+            self._view_address("type_code", view),
+        )  # fmt: skip
 
     def _view_address(self, name: str, view: ArrayView) -> int:
         """The address of the view's array ``name``, asked again only when the view has made
@@ -479,9 +495,7 @@ def top(view: ArrayView, slots: Any, key: Any, m: int, skip: Any = None) -> Top:
             seqs.buffer_info()[0], keys.buffer_info()[0],
         )
     )  # fmt: skip
-    if found < m:
-        del seqs[found:], keys[found:]
-    return Top(seqs, keys)
+    return _top(seqs, keys, found)
 
 
 class Ranking(NamedTuple):
@@ -492,7 +506,7 @@ class Ranking(NamedTuple):
     now_ts: float
     per_second: float
     w_recency: float
-    type_bonus: Any  # float64, one per type code of the view
+    type_bonus: Any  # float64, one per type code of the view (or one for every type)
     prior_max: float
     cut: float
 
@@ -507,37 +521,135 @@ def rank(view: ArrayView, slots: Any, evidence: Any, skip: Any, by: Ranking, m: 
         KernelError: arrays of other types or lengths, a slot outside the view, or a type code
             without a bonus.
     """
+    m, params = max(0, min(int(m), len(slots))), _params(by)
+    seqs, keys = array("q", bytes(8 * m)), array("d", bytes(8 * m))
+    found = _checked(
+        _library().cm_rank(
+            *_scored(view, slots, evidence, skip, by, params), m, seqs.buffer_info()[0],
+            keys.buffer_info()[0],
+        )
+    )  # fmt: skip
+    return _top(seqs, keys, found)
+
+
+class Bounds(NamedTuple):
+    """What :func:`bounds` found: each row's prior and lower bound (float64 arrays, in row
+    order), and the best rows by lower bound."""
+
+    prior: Any
+    lower: Any
+    best: Top
+
+
+def bounds(view: ArrayView, slots: Any, evidence: Any, skip: Any, by: Ranking, m: int) -> Bounds:
+    """Each row's prior (``arrays._priors`` without a bonus or frequency penalty, by ``by``) and
+    lower bound, ``evidence`` (float64, one per slot of ``slots``, int64) plus that prior, the
+    same floats as NumPy's; and the best ``m`` rows by lower bound leaving out those ``skip``
+    (a bool array) marks, ordered as :func:`top` orders them (one C call; ``by.prior_max`` and
+    ``by.cut`` are not read).
+
+    Raises:
+        KernelError: arrays of other types or lengths, a slot outside the view, or a type code
+            without a bonus.
+    """
+    n, params = len(slots), _params(by)
+    m = max(0, min(int(m), n))
+    np = view.scratch().np
+    prior, lower = np.empty(n), np.empty(n)
+    seqs, keys = array("q", bytes(8 * m)), array("d", bytes(8 * m))
+    found = _checked(
+        _library().cm_bounds(
+            *_scored(view, slots, evidence, skip, by, params), m, _data(prior), _data(lower),
+            seqs.buffer_info()[0], keys.buffer_info()[0],
+        )
+    )  # fmt: skip
+    return Bounds(prior, lower, _top(seqs, keys, found))
+
+
+def _scored(
+    view: ArrayView, slots: Any, evidence: Any, skip: Any, by: Ranking, params: array[float]
+) -> tuple[Any, ...]:
+    """The arguments :func:`rank` and :func:`bounds` pass first, checked: the rows, the view's
+    per-slot arrays, the type bonuses of ``by`` and the address of ``params`` (its numbers, see
+    :func:`_params`; the caller keeps it alive while C reads it)."""
     n = len(slots)
     if len(evidence) != n or len(skip) != n:
         raise KernelError(f"{n} slots but {len(evidence)} evidence values, {len(skip)} flags")
-    m = max(0, min(int(m), n))
-    seqs, keys = array("q", bytes(8 * m)), array("d", bytes(8 * m))
-    params = array("d", (by.now_ts, -by.per_second, by.w_recency, by.prior_max, by.cut))
     size = _view_size(view)
     if len(view.updated) < size or len(view.type_code) < size:
         raise KernelError(f"{size} memories but shorter per-slot arrays")
-    found = _checked(
-        _library().cm_rank(
-            n, _address(evidence, "<f8"), _address(skip, "|b1"), _address(slots, "<i8"), size,
-            view.scratch().seq_address(view), _address(view.updated, "<f8"),
-            _address(view.type_code, "<i4"), _address(by.type_bonus, "<f8"), len(by.type_bonus),
-            params.buffer_info()[0], m, seqs.buffer_info()[0], keys.buffer_info()[0],
-        )
+    return (
+        n, _address(evidence, "<f8"), _address(skip, "|b1"), _address(slots, "<i8"), size,
+        *view.scratch().prior_addresses(view), _address(by.type_bonus, "<f8"),
+        len(by.type_bonus), params.buffer_info()[0],
     )  # fmt: skip
-    if found < m:
+
+
+def _params(by: Ranking) -> array[float]:
+    """``by``'s numbers as :func:`rank` and :func:`bounds` pass them (``RANK_DOUBLES``)."""
+    return array("d", (by.now_ts, -by.per_second, by.w_recency, by.prior_max, by.cut))
+
+
+def _top(seqs: array[int], keys: array[float], found: int) -> Top:
+    """:class:`Top` of the first ``found`` rows a call wrote."""
+    if found < len(seqs):
         del seqs[found:], keys[found:]
     return Top(seqs, keys)
 
 
+class Kept(NamedTuple):
+    """What :func:`keep` found: the rows kept (in row order), as the candidates of
+    :func:`accumulate` and the base of :class:`Refine`."""
+
+    slots: Any  # int64
+    seqs: Any  # int64, each slot's sequence number
+    base: Any  # float64, each one's prior plus the largest bonus
+
+
+def keep(
+    view: ArrayView, slots: Any, lower: Any, jump: Any, prior: Any, rest: float, bonus_max: float,
+    cut: float,
+) -> Kept:  # fmt: skip
+    """The rows (``slots``, int64, with float64 ``lower`` bounds, ``jump`` and ``prior`` each)
+    whose upper bound, ``lower + rest + jump + bonus_max`` added in that order, reaches ``cut``:
+    the candidates a narrowing check keeps, as ``arrays._upper`` and its test find them (the
+    same floats, one C call).
+
+    Raises:
+        KernelError: arrays of other types or lengths, or a slot outside the view.
+    """
+    n = len(slots)
+    if len(lower) != n or len(jump) != n or len(prior) != n:
+        raise KernelError(f"{n} slots but {len(lower)}, {len(jump)}, {len(prior)} values")
+    np = view.scratch().np
+    kept_slots, kept_seqs, base = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n)
+    params = array("d", (rest, bonus_max, cut))
+    found = _checked(
+        _library().cm_keep(
+            n, _address(lower, "<f8"), _address(jump, "<f8"), _address(prior, "<f8"),
+            _address(slots, "<i8"), _view_size(view), view.scratch().seq_address(view),
+            params.buffer_info()[0], _data(kept_slots), _data(kept_seqs), _data(base),
+        )
+    )  # fmt: skip
+    return Kept(kept_slots[:found], kept_seqs[:found], base[:found])
+
+
 def _address(held: Any, dtype: str) -> int:
     """The address of a contiguous NumPy array of ``dtype`` (its ``dtype.str``)."""
-    if held.dtype.str != dtype or not held.flags.c_contiguous:
+    kind = held.dtype  # NumPy's own dtype objects are asked first: .str makes a string
+    if (kind is not _DTYPES.get(dtype) and kind.str != dtype) or not held.flags.c_contiguous:
         got = f"{'a' if held.flags.c_contiguous else 'a strided'} {held.dtype.str} one"
         raise KernelError(f"the kernel takes a contiguous {dtype} array, not {got}")
     return _data(held)
 
 
 _BYTE = ctypes.c_char
+_DTYPES: dict[str, Any] = {}  # a dtype's str -> NumPy's dtype of it (see _dtypes)
+
+
+def _dtypes(np: Any) -> None:
+    """Fill :data:`_DTYPES` with NumPy's dtype objects of the arrays the kernel reads."""
+    _DTYPES.update((code, np.dtype(code)) for code in ("<f8", "<i8", "|b1", "<i4"))
 
 
 def _data(held: Any) -> int:

@@ -630,7 +630,7 @@ def test_refining_drops_candidates_and_probing_raises_theta(
     the probed theta decides where the lists taken alone did not."""
     calls: list[tuple[int, int]] = []  # (candidates, kept) of each refined call
     probed: list[bool] = []  # per check that probed: whether it then decided
-    accumulate, reachable, probe = kernel.accumulate, arrays._reach_beyond, arrays._probed_theta
+    accumulate, reachable, probe = kernel.accumulate, arrays._compiled_reach, arrays._probed_theta
 
     def counted(*args: Any, refine: kernel.Refine | None = None, **kwargs: Any) -> Any:
         found = accumulate(*args, refine=refine, **kwargs)
@@ -650,7 +650,7 @@ def test_refining_drops_candidates_and_probing_raises_theta(
 
     monkeypatch.setattr(kernel, "accumulate", counted)
     monkeypatch.setattr(arrays, "_probed_theta", probing)
-    monkeypatch.setattr(arrays, "_reach_beyond", decided)
+    monkeypatch.setattr(arrays, "_compiled_reach", decided)
     for query, k in _RARE_WITH_LONG + _PROBED:
         by_arrays(long_lists, "alpha beta " + " ".join(query), k)
     assert calls and sum(given - kept for given, kept in calls) > 0
@@ -837,13 +837,15 @@ def test_the_kernels_walk_and_kth_are_numpys(
     assert kth == expected_kth
 
 
-def _scorer(view: arrays.ArrayView, recency: float, type_weight: float, days: float) -> Any:
-    """A fast scorer of the view's memories ``days`` after T0 (no bonus, no frequency)."""
-    cfg = RecallConfig.from_dict(
-        {"weights": {"recency": recency, "type": type_weight}, "half_life_days": 3.0}
-    )
+def _scorer(
+    view: arrays.ArrayView, recency: float, type_weight: float, days: float, frequency: float = 0.0
+) -> Any:
+    """A fast scorer of the view's memories ``days`` after T0 (no bonus; with ``frequency``,
+    each memory's access count is its seq modulo 7)."""
+    weights = {"recency": recency, "type": type_weight, "frequency": frequency}
+    cfg = RecallConfig.from_dict({"weights": weights, "half_life_days": 3.0})
     when = T0.timestamp() + 86400.0 * days
-    return topk.FastScorer(cfg, view.index.docs, when, lambda seq: 0)
+    return topk.FastScorer(cfg, view.index.docs, when, lambda seq: seq % 7)
 
 
 # near-ties, and a score exactly at the cut of min_score 0.6 (without recency or type bonus)
