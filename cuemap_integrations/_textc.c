@@ -2954,7 +2954,7 @@ static PyObject *only_source(PyObject *sources) {
     PyObject *first = PyIter_Next(it);
     Py_DECREF(it);
     if (first == NULL && !PyErr_Occurred())
-        PyErr_SetString(PyExc_ValueError, "carried_lists: an empty set of sources");
+        PyErr_SetString(PyExc_ValueError, "an empty set of sources");
     return first;
 }
 
@@ -3063,6 +3063,47 @@ static PyObject *textc_carried_lists(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* alone(concepts): ranking._py_alone, memory -> the set of the positions of the carried
+   concepts (Concept tuples) that came from it alone (one source) with self factor 0. */
+static PyObject *textc_alone(PyObject *self, PyObject *given) {
+    PyObject *concepts = PySequence_Fast(given, "alone: concepts must be a sequence");
+    if (concepts == NULL) return NULL;
+    PyObject *out = PyDict_New(), *zero = PyFloat_FromDouble(0.0);
+    int failed = out == NULL || zero == NULL;
+    for (Py_ssize_t i = 0; !failed && i < PySequence_Fast_GET_SIZE(concepts); i++) {
+        PyObject *concept = PySequence_Fast_GET_ITEM(concepts, i);
+        if (!PyTuple_Check(concept) || PyTuple_GET_SIZE(concept) != 4) {
+            PyErr_SetString(PyExc_TypeError, "alone: Concept items");
+            failed = 1;
+            break;
+        }
+        int helpless = PyObject_RichCompareBool(PyTuple_GET_ITEM(concept, 3), zero, Py_EQ);
+        Py_ssize_t size = helpless > 0 ? PyObject_Size(PyTuple_GET_ITEM(concept, 2)) : 0;
+        if (helpless < 0 || size < 0) {
+            failed = 1;
+            break;
+        }
+        if (size != 1) continue;
+        PyObject *source = only_source(PyTuple_GET_ITEM(concept, 2));
+        PyObject *at = source == NULL ? NULL : PyLong_FromSsize_t(i);
+        PyObject *mine = at == NULL ? NULL : PyDict_GetItemWithError(out, source);
+        if (mine != NULL) {
+            failed = PySet_Add(mine, at) < 0;
+        } else if (at == NULL || PyErr_Occurred() || (mine = PySet_New(NULL)) == NULL) {
+            failed = 1;
+        } else {
+            failed = PySet_Add(mine, at) < 0 || PyDict_SetItem(out, source, mine) < 0;
+            Py_DECREF(mine);
+        }
+        Py_XDECREF(at);
+        Py_XDECREF(source);
+    }
+    Py_DECREF(concepts);
+    Py_XDECREF(zero);
+    if (failed) Py_CLEAR(out);
+    return out;
+}
+
 /* ---------------------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
@@ -3090,6 +3131,7 @@ static PyMethodDef methods[] = {
     {"lent_carried", textc_lent_carried, METH_VARARGS, "core._py_lent_carried."},
     {"carried_parts", textc_carried_parts, METH_VARARGS, "ranking._py_carried_parts."},
     {"carried_lists", textc_carried_lists, METH_VARARGS, "topk._py_carried_lists."},
+    {"alone", textc_alone, METH_O, "ranking._py_alone."},
     {NULL, NULL, 0, NULL},
 };
 

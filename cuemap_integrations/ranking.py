@@ -509,7 +509,7 @@ def _py_members(concepts: Sequence[tuple[str, ...]]) -> _Members:
     return _Members(members, more, member_at, width)
 
 
-def _alone(concepts: Sequence[Concept]) -> dict[int, set[int]]:
+def _py_alone(concepts: Sequence[Concept]) -> dict[int, set[int]]:
     """Memory -> the positions of the carried ``concepts`` that came from it alone with no
     self help (self factor 0: feedback)."""
     alone: dict[int, set[int]] = {}
@@ -522,6 +522,13 @@ def _alone(concepts: Sequence[Concept]) -> dict[int, set[int]]:
         else:
             mine.add(at)
     return alone
+
+
+# the compiled twin when built (a feedback pass carries some sixty concepts, nearly all from
+# one memory: a loop step each in Python)
+_alone: Callable[[Sequence[Concept]], dict[int, set[int]]] = (
+    _py_alone if _textc is None else _textc.alone
+)
 
 
 def _py_firsts(

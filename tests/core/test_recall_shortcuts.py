@@ -384,6 +384,45 @@ def test_compiled_carried_lists_reject_what_they_cannot_read() -> None:
     assert lists([one], fails, {(kinds, ("a",)): topk._Found((), (), 0)}) == []
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    concepts=st.lists(
+        st.builds(
+            Concept,
+            st.just(("meeting",)),
+            st.just(1.0),
+            st.frozensets(st.sampled_from([QUERY_SOURCE, 1, 2, 3]), max_size=2)
+            | st.sampled_from([[2], (3,), {1}]),
+            st.sampled_from([None, 0.0, 0, 0.5, 1, -0.0]),
+        ),
+        max_size=12,
+    )
+)
+def test_compiled_alone_equals_the_python_one(concepts: list[Concept]) -> None:
+    """Memory -> the positions of the concepts it alone gave with self factor 0 (any source
+    container of one, a factor of int 0 or -0.0 too), in the same order."""
+    if _textc is None:
+        pytest.skip("_textc is not built (or CUEMAP_TEXTC=0)")
+    got, expected = _textc.alone(concepts), ranking._py_alone(concepts)
+    assert got == expected and list(got) == list(expected)
+    assert all(type(positions) is set for positions in got.values())
+
+
+def test_compiled_alone_rejects_what_it_cannot_read() -> None:
+    """Items that are no concepts, and unsized sources, raise (as in Python)."""
+    if _textc is None:
+        pytest.skip("_textc is not built (or CUEMAP_TEXTC=0)")
+    with pytest.raises(TypeError):
+        _textc.alone([("a", 1.0)])
+    with pytest.raises(TypeError):
+        _textc.alone(7)
+    with pytest.raises(TypeError):
+        _textc.alone([Concept(("a",), 1.0, 5, 0.0)])  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        ranking._py_alone([Concept(("a",), 1.0, 5, 0.0)])  # type: ignore[arg-type]
+    assert _textc.alone([Concept(("a",), 1.0, 5, None)]) == {}  # the factor is read first
+
+
 def test_compiled_firsts_rejects_what_it_cannot_read() -> None:
     """Bad tables raise instead of reading past a list (the Python twin would raise too)."""
     if _textc is None:
