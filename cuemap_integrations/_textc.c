@@ -2753,7 +2753,14 @@ static PyObject *textc_lend(PyObject *self, PyObject *args) {
         if (held == NULL) {
             failed = PyErr_Occurred() != NULL;
             if (!failed) {
-                entry = Py_BuildValue("(O[O])", share, source);
+                /* (share, [source]) made directly: Py_BuildValue's format parsing per new cue
+                   cost about as much as the entry itself */
+                PyObject *sources = PyList_New(1);
+                if (sources != NULL) {
+                    PyList_SET_ITEM(sources, 0, Py_NewRef(source));
+                    entry = PyTuple_Pack(2, share, sources);
+                    Py_DECREF(sources);
+                }
                 failed = entry == NULL || PyDict_SetItem(cues, cue, entry) < 0;
             }
         } else if (!PyTuple_Check(held) || PyTuple_GET_SIZE(held) != 2 ||
@@ -3104,6 +3111,44 @@ static PyObject *textc_alone(PyObject *self, PyObject *given) {
     return out;
 }
 
+/* shared_positions(found): ranking._py_shared_positions, the position of each concept key of
+   ``found`` (a list of (key, members) pairs) that occurs more than once -> the list of its
+   later positions. */
+static PyObject *textc_shared_positions(PyObject *self, PyObject *found) {
+    if (!PyList_Check(found)) {
+        PyErr_SetString(PyExc_TypeError, "shared_positions: found must be a list");
+        return NULL;
+    }
+    PyObject *owner = PyDict_New(), *shared = PyDict_New();
+    int failed = owner == NULL || shared == NULL;
+    for (Py_ssize_t i = 0; !failed && i < PyList_GET_SIZE(found); i++) {
+        PyObject *pair = PyList_GET_ITEM(found, i);
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+            PyErr_SetString(PyExc_TypeError, "shared_positions: (key, members) pairs");
+            failed = 1;
+            break;
+        }
+        PyObject *at = PyLong_FromSsize_t(i);
+        /* the key's first position (``at`` itself when new: positions are distinct) */
+        PyObject *first = at == NULL ? NULL : PyDict_SetDefault(owner, PyTuple_GET_ITEM(pair, 0), at);
+        PyObject *later = first == NULL || first == at ? NULL : PyDict_GetItemWithError(shared, first);
+        if (first == NULL || (later == NULL && PyErr_Occurred())) {
+            failed = 1;
+        } else if (later != NULL) {
+            failed = PyList_Append(later, at) < 0;
+        } else if (first != at) {
+            later = PyList_New(1);
+            if (later != NULL) PyList_SET_ITEM(later, 0, Py_NewRef(at));
+            failed = later == NULL || PyDict_SetItem(shared, first, later) < 0;
+            Py_XDECREF(later);
+        }
+        Py_XDECREF(at);
+    }
+    Py_XDECREF(owner);
+    if (failed) Py_CLEAR(shared);
+    return shared;
+}
+
 /* ---------------------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
@@ -3132,6 +3177,7 @@ static PyMethodDef methods[] = {
     {"carried_parts", textc_carried_parts, METH_VARARGS, "ranking._py_carried_parts."},
     {"carried_lists", textc_carried_lists, METH_VARARGS, "topk._py_carried_lists."},
     {"alone", textc_alone, METH_O, "ranking._py_alone."},
+    {"shared_positions", textc_shared_positions, METH_O, "ranking._py_shared_positions."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -423,6 +423,36 @@ def test_compiled_alone_rejects_what_it_cannot_read() -> None:
     assert _textc.alone([Concept(("a",), 1.0, 5, None)]) == {}  # the factor is read first
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    keys=st.lists(
+        st.sampled_from([("stem", "meet"), ("stem", "cach"), ("alias", 0), ("alias", 1), "x"]),
+        max_size=300,
+    )
+)
+def test_compiled_shared_positions_equal_the_python_ones(keys: list[object]) -> None:
+    """Each concept key's first position -> its later ones, for keys met once, twice or many
+    times (positions past the small ints CPython keeps too), in the same order."""
+    if _textc is None:
+        pytest.skip("_textc is not built (or CUEMAP_TEXTC=0)")
+    found: list[tuple[object, tuple[str, ...]]] = [(key, ("m",)) for key in keys]
+    got, expected = _textc.shared_positions(found), ranking._py_shared_positions(found)
+    assert list(got.items()) == list(expected.items())
+
+
+def test_compiled_shared_positions_reject_what_they_cannot_read() -> None:
+    """A found entry that is no pair, a found that is no list, an unhashable key: errors."""
+    if _textc is None:
+        pytest.skip("_textc is not built (or CUEMAP_TEXTC=0)")
+    for shared_positions in (_textc.shared_positions, ranking._py_shared_positions):
+        with pytest.raises(TypeError):
+            shared_positions([(["a"], ("a",))])
+        with pytest.raises((TypeError, ValueError)):
+            shared_positions([("a",)])
+    with pytest.raises(TypeError):
+        _textc.shared_positions((("a", ("a",)),))
+
+
 def test_compiled_firsts_rejects_what_it_cannot_read() -> None:
     """Bad tables raise instead of reading past a list (the Python twin would raise too)."""
     if _textc is None:
