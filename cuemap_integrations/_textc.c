@@ -2954,6 +2954,14 @@ static PyObject *textc_carried_parts(PyObject *self, PyObject *args) {
 
 /* ---- recall's per-query loops (carried concepts' evidence lists) ------------------------ */
 
+/* ``item`` when it is a tuple of ``size`` items, else NULL with a TypeError saying ``what``
+   (borrowed, as the item is). */
+static PyObject *sized_tuple(PyObject *item, Py_ssize_t size, const char *what) {
+    if (PyTuple_Check(item) && PyTuple_GET_SIZE(item) == size) return item;
+    PyErr_SetString(PyExc_TypeError, what);
+    return NULL;
+}
+
 /* The first member of ``sources`` (a set of one), as a new reference. */
 static PyObject *only_source(PyObject *sources) {
     PyObject *it = PyObject_GetIter(sources);
@@ -3050,9 +3058,9 @@ static PyObject *textc_carried_lists(PyObject *self, PyObject *args) {
     if (concepts == NULL) return NULL;
     PyObject *out = PyList_New(0);
     for (Py_ssize_t i = 0; out != NULL && i < PySequence_Fast_GET_SIZE(concepts); i++) {
-        PyObject *concept = PySequence_Fast_GET_ITEM(concepts, i), *made = NULL;
-        if (!PyTuple_Check(concept) || PyTuple_GET_SIZE(concept) != 4) {
-            PyErr_SetString(PyExc_TypeError, "carried_lists: Concept items");
+        PyObject *made = NULL, *concept = sized_tuple(PySequence_Fast_GET_ITEM(concepts, i), 4,
+                                                      "carried_lists: Concept items");
+        if (concept == NULL) {
             Py_CLEAR(out);
             break;
         }
@@ -3078,13 +3086,11 @@ static PyObject *textc_alone(PyObject *self, PyObject *given) {
     PyObject *out = PyDict_New(), *zero = PyFloat_FromDouble(0.0);
     int failed = out == NULL || zero == NULL;
     for (Py_ssize_t i = 0; !failed && i < PySequence_Fast_GET_SIZE(concepts); i++) {
-        PyObject *concept = PySequence_Fast_GET_ITEM(concepts, i);
-        if (!PyTuple_Check(concept) || PyTuple_GET_SIZE(concept) != 4) {
-            PyErr_SetString(PyExc_TypeError, "alone: Concept items");
-            failed = 1;
-            break;
-        }
-        int helpless = PyObject_RichCompareBool(PyTuple_GET_ITEM(concept, 3), zero, Py_EQ);
+        PyObject *concept = sized_tuple(PySequence_Fast_GET_ITEM(concepts, i), 4,
+                                        "alone: Concept items");
+        int helpless = concept == NULL
+                           ? -1
+                           : PyObject_RichCompareBool(PyTuple_GET_ITEM(concept, 3), zero, Py_EQ);
         Py_ssize_t size = helpless > 0 ? PyObject_Size(PyTuple_GET_ITEM(concept, 2)) : 0;
         if (helpless < 0 || size < 0) {
             failed = 1;
@@ -3122,13 +3128,9 @@ static PyObject *textc_shared_positions(PyObject *self, PyObject *found) {
     PyObject *owner = PyDict_New(), *shared = PyDict_New();
     int failed = owner == NULL || shared == NULL;
     for (Py_ssize_t i = 0; !failed && i < PyList_GET_SIZE(found); i++) {
-        PyObject *pair = PyList_GET_ITEM(found, i);
-        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
-            PyErr_SetString(PyExc_TypeError, "shared_positions: (key, members) pairs");
-            failed = 1;
-            break;
-        }
-        PyObject *at = PyLong_FromSsize_t(i);
+        PyObject *pair = sized_tuple(PyList_GET_ITEM(found, i), 2,
+                                     "shared_positions: (key, members) pairs");
+        PyObject *at = pair == NULL ? NULL : PyLong_FromSsize_t(i);
         /* the key's first position (``at`` itself when new: positions are distinct) */
         PyObject *first = at == NULL ? NULL : PyDict_SetDefault(owner, PyTuple_GET_ITEM(pair, 0), at);
         PyObject *later = first == NULL || first == at ? NULL : PyDict_GetItemWithError(shared, first);
