@@ -34,6 +34,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <math.h>
 #include <string.h>
 
 #define IS_UPPER(c) ((c) >= 'A' && (c) <= 'Z')
@@ -2752,7 +2753,14 @@ static PyObject *textc_lend(PyObject *self, PyObject *args) {
         if (held == NULL) {
             failed = PyErr_Occurred() != NULL;
             if (!failed) {
-                entry = Py_BuildValue("(O[O])", share, source);
+                /* (share, [source]) made directly: Py_BuildValue's format parsing per new cue
+                   cost about as much as the entry itself */
+                PyObject *sources = PyList_New(1);
+                if (sources != NULL) {
+                    PyList_SET_ITEM(sources, 0, Py_NewRef(source));
+                    entry = PyTuple_Pack(2, share, sources);
+                    Py_DECREF(sources);
+                }
                 failed = entry == NULL || PyDict_SetItem(cues, cue, entry) < 0;
             }
         } else if (!PyTuple_Check(held) || PyTuple_GET_SIZE(held) != 2 ||
@@ -2944,6 +2952,205 @@ static PyObject *textc_carried_parts(PyObject *self, PyObject *args) {
     return result;
 }
 
+/* ---- recall's per-query loops (carried concepts' evidence lists) ------------------------ */
+
+/* ``item`` when it is a tuple of ``size`` items, else NULL with a TypeError saying ``what``
+   (borrowed, as the item is). */
+static PyObject *sized_tuple(PyObject *item, Py_ssize_t size, const char *what) {
+    if (PyTuple_Check(item) && PyTuple_GET_SIZE(item) == size) return item;
+    PyErr_SetString(PyExc_TypeError, what);
+    return NULL;
+}
+
+/* The first member of ``sources`` (a set of one), as a new reference. */
+static PyObject *only_source(PyObject *sources) {
+    PyObject *it = PyObject_GetIter(sources);
+    if (it == NULL) return NULL;
+    PyObject *first = PyIter_Next(it);
+    Py_DECREF(it);
+    if (first == NULL && !PyErr_Occurred())
+        PyErr_SetString(PyExc_ValueError, "an empty set of sources");
+    return first;
+}
+
+/* The concept's found lists (keys, postings, df): ``derived[(kinds, members)]`` when held,
+   else ``found(members)`` (which memoizes them), as a new reference. */
+static PyObject *found_lists(PyObject *derived, PyObject *kinds, PyObject *found,
+                             PyObject *members) {
+    PyObject *key = PyTuple_Pack(2, kinds, members);
+    if (key == NULL) return NULL;
+    PyObject *held = PyDict_GetItemWithError(derived, key);
+    Py_DECREF(key);
+    if (held != NULL) return Py_NewRef(held);
+    return PyErr_Occurred() ? NULL : PyObject_CallOneArg(found, members);
+}
+
+/* One carried concept's list: list_type(signal, w_session * gain, postings, own, keys) with
+   own = gain_type(gain, only, gain * factor), ``only`` its one source (None for several).
+   ``*out`` stays NULL (and no error is set) when the concept is not carried: df is 0 or
+   above ``most``. */
+static int concept_list(PyTypeObject *list_type, PyTypeObject *gain_type, PyObject *signal,
+                        PyObject *concept, PyObject *lists, Py_ssize_t n, Py_ssize_t most,
+                        double w_session, double own_factor, PyObject **out) {
+    *out = NULL;
+    if (!PyTuple_Check(lists) || PyTuple_GET_SIZE(lists) != 3) {
+        PyErr_SetString(PyExc_TypeError, "carried_lists: found lists must be (keys, postings, df)");
+        return -1;
+    }
+    Py_ssize_t df = PyLong_AsSsize_t(PyTuple_GET_ITEM(lists, 2));
+    if (df == -1 && PyErr_Occurred()) return -1;
+    if (df <= 0 || df > most) return 0; /* too common to tell memories apart, or unknown */
+    double weight = PyFloat_AsDouble(PyTuple_GET_ITEM(concept, 1));
+    if (weight == -1.0 && PyErr_Occurred()) return -1;
+    PyObject *sources = PyTuple_GET_ITEM(concept, 2), *given = PyTuple_GET_ITEM(concept, 3);
+    double factor = own_factor;
+    if (given != Py_None && (factor = PyFloat_AsDouble(given)) == -1.0 && PyErr_Occurred())
+        return -1;
+    Py_ssize_t size = PyObject_Size(sources);
+    if (size < 0) return -1;
+    /* bm25_idf(n, df) as topk writes it inline, in the same operations */
+    double gain = weight * log(1.0 + ((double)(n - df) + 0.5) / ((double)df + 0.5));
+    PyObject *only = size == 1 ? only_source(sources) : Py_NewRef(Py_None);
+    PyObject *value = only == NULL ? NULL : PyFloat_FromDouble(gain);
+    PyObject *mine = value == NULL ? NULL : PyFloat_FromDouble(gain * factor);
+    PyObject *own = mine == NULL ? NULL : gain_type->tp_alloc(gain_type, 3);
+    PyObject *bound = own == NULL ? NULL : PyFloat_FromDouble(w_session * gain);
+    PyObject *made = bound == NULL ? NULL : list_type->tp_alloc(list_type, 5);
+    if (made == NULL) {
+        Py_XDECREF(only);
+        Py_XDECREF(value);
+        Py_XDECREF(mine);
+        Py_XDECREF(own);
+        Py_XDECREF(bound);
+        return -1;
+    }
+    PyTuple_SET_ITEM(own, 0, value);
+    PyTuple_SET_ITEM(own, 1, only);
+    PyTuple_SET_ITEM(own, 2, mine);
+    PyTuple_SET_ITEM(made, 0, Py_NewRef(signal));
+    PyTuple_SET_ITEM(made, 1, bound);
+    PyTuple_SET_ITEM(made, 2, Py_NewRef(PyTuple_GET_ITEM(lists, 1)));
+    PyTuple_SET_ITEM(made, 3, own);
+    PyTuple_SET_ITEM(made, 4, Py_NewRef(PyTuple_GET_ITEM(lists, 0)));
+    *out = made;
+    return 0;
+}
+
+/* carried_lists(list_type, gain_type, signal, concepts, derived, kinds, found, n, most,
+   w_session, own_factor): topk._py_carried_lists, the evidence list of each carried concept
+   (a Concept: members, weight, sources, self_factor) whose document frequency is in
+   1..most. */
+static PyObject *textc_carried_lists(PyObject *self, PyObject *args) {
+    PyTypeObject *list_type, *gain_type;
+    PyObject *signal, *given, *derived, *kinds, *found;
+    Py_ssize_t n, most;
+    double w_session, own_factor;
+    if (!PyArg_ParseTuple(args, "O!O!UOO!OOnndd:carried_lists", &PyType_Type, &list_type,
+                          &PyType_Type, &gain_type, &signal, &given, &PyDict_Type, &derived,
+                          &kinds, &found, &n, &most, &w_session, &own_factor))
+        return NULL;
+    if (!PyType_IsSubtype(list_type, &PyTuple_Type) ||
+        !PyType_IsSubtype(gain_type, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "carried_lists: tuple types");
+        return NULL;
+    }
+    PyObject *concepts = PySequence_Fast(given, "carried_lists: concepts must be a sequence");
+    if (concepts == NULL) return NULL;
+    PyObject *out = PyList_New(0);
+    for (Py_ssize_t i = 0; out != NULL && i < PySequence_Fast_GET_SIZE(concepts); i++) {
+        PyObject *made = NULL, *concept = sized_tuple(PySequence_Fast_GET_ITEM(concepts, i), 4,
+                                                      "carried_lists: Concept items");
+        if (concept == NULL) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyObject *lists = found_lists(derived, kinds, found, PyTuple_GET_ITEM(concept, 0));
+        int failed = lists == NULL || concept_list(list_type, gain_type, signal, concept, lists,
+                                                   n, most, w_session, own_factor, &made) < 0;
+        Py_XDECREF(lists);
+        if (!failed && made != NULL) {
+            failed = PyList_Append(out, made) < 0;
+            Py_DECREF(made);
+        }
+        if (failed) Py_CLEAR(out);
+    }
+    Py_DECREF(concepts);
+    return out;
+}
+
+/* alone(concepts): ranking._py_alone, memory -> the set of the positions of the carried
+   concepts (Concept tuples) that came from it alone (one source) with self factor 0. */
+static PyObject *textc_alone(PyObject *self, PyObject *given) {
+    PyObject *concepts = PySequence_Fast(given, "alone: concepts must be a sequence");
+    if (concepts == NULL) return NULL;
+    PyObject *out = PyDict_New(), *zero = PyFloat_FromDouble(0.0);
+    int failed = out == NULL || zero == NULL;
+    for (Py_ssize_t i = 0; !failed && i < PySequence_Fast_GET_SIZE(concepts); i++) {
+        PyObject *concept = sized_tuple(PySequence_Fast_GET_ITEM(concepts, i), 4,
+                                        "alone: Concept items");
+        int helpless = concept == NULL
+                           ? -1
+                           : PyObject_RichCompareBool(PyTuple_GET_ITEM(concept, 3), zero, Py_EQ);
+        Py_ssize_t size = helpless > 0 ? PyObject_Size(PyTuple_GET_ITEM(concept, 2)) : 0;
+        if (helpless < 0 || size < 0) {
+            failed = 1;
+            break;
+        }
+        if (size != 1) continue;
+        PyObject *source = only_source(PyTuple_GET_ITEM(concept, 2));
+        PyObject *at = source == NULL ? NULL : PyLong_FromSsize_t(i);
+        PyObject *mine = at == NULL ? NULL : PyDict_GetItemWithError(out, source);
+        if (mine != NULL) {
+            failed = PySet_Add(mine, at) < 0;
+        } else if (at == NULL || PyErr_Occurred() || (mine = PySet_New(NULL)) == NULL) {
+            failed = 1;
+        } else {
+            failed = PySet_Add(mine, at) < 0 || PyDict_SetItem(out, source, mine) < 0;
+            Py_DECREF(mine);
+        }
+        Py_XDECREF(at);
+        Py_XDECREF(source);
+    }
+    Py_DECREF(concepts);
+    Py_XDECREF(zero);
+    if (failed) Py_CLEAR(out);
+    return out;
+}
+
+/* shared_positions(found): ranking._py_shared_positions, the position of each concept key of
+   ``found`` (a list of (key, members) pairs) that occurs more than once -> the list of its
+   later positions. */
+static PyObject *textc_shared_positions(PyObject *self, PyObject *found) {
+    if (!PyList_Check(found)) {
+        PyErr_SetString(PyExc_TypeError, "shared_positions: found must be a list");
+        return NULL;
+    }
+    PyObject *owner = PyDict_New(), *shared = PyDict_New();
+    int failed = owner == NULL || shared == NULL;
+    for (Py_ssize_t i = 0; !failed && i < PyList_GET_SIZE(found); i++) {
+        PyObject *pair = sized_tuple(PyList_GET_ITEM(found, i), 2,
+                                     "shared_positions: (key, members) pairs");
+        PyObject *at = pair == NULL ? NULL : PyLong_FromSsize_t(i);
+        /* the key's first position (``at`` itself when new: positions are distinct) */
+        PyObject *first = at == NULL ? NULL : PyDict_SetDefault(owner, PyTuple_GET_ITEM(pair, 0), at);
+        PyObject *later = first == NULL || first == at ? NULL : PyDict_GetItemWithError(shared, first);
+        if (first == NULL || (later == NULL && PyErr_Occurred())) {
+            failed = 1;
+        } else if (later != NULL) {
+            failed = PyList_Append(later, at) < 0;
+        } else if (first != at) {
+            later = PyList_New(1);
+            if (later != NULL) PyList_SET_ITEM(later, 0, Py_NewRef(at));
+            failed = later == NULL || PyDict_SetItem(shared, first, later) < 0;
+            Py_XDECREF(later);
+        }
+        Py_XDECREF(at);
+    }
+    Py_XDECREF(owner);
+    if (failed) Py_CLEAR(shared);
+    return shared;
+}
+
 /* ---------------------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
@@ -2970,6 +3177,9 @@ static PyMethodDef methods[] = {
     {"single_concepts", textc_single_concepts, METH_VARARGS, "ranking._py_single_concepts."},
     {"lent_carried", textc_lent_carried, METH_VARARGS, "core._py_lent_carried."},
     {"carried_parts", textc_carried_parts, METH_VARARGS, "ranking._py_carried_parts."},
+    {"carried_lists", textc_carried_lists, METH_VARARGS, "topk._py_carried_lists."},
+    {"alone", textc_alone, METH_O, "ranking._py_alone."},
+    {"shared_positions", textc_shared_positions, METH_O, "ranking._py_shared_positions."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -2988,7 +3198,7 @@ PyMODINIT_FUNC PyInit__textc(void) {
         (SHARED_NAME = PyUnicode_InternFromString("_shared")) == NULL)
         return NULL;
     PyObject *m = PyModule_Create(&module);
-    if (m != NULL && (PyModule_AddIntConstant(m, "ABI_VERSION", 8) < 0 ||
+    if (m != NULL && (PyModule_AddIntConstant(m, "ABI_VERSION", 9) < 0 ||
                       PyModule_AddObjectRef(m, "StemMemo", (PyObject *)&StemMemoType) < 0))
         Py_CLEAR(m);
     return m;

@@ -16,11 +16,13 @@ import heapq
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .index import DocTable, NamespaceIndex
 from .postings import Postings
 from .scoring import RULES, bm25_idf, bm25_term, saturate
+from .text import _C as _textc
 
 if TYPE_CHECKING:
     from .config import RecallConfig
@@ -233,23 +235,55 @@ def _cue_lists(index: NamespaceIndex, plan: QueryPlan, cfg: RecallConfig) -> lis
 
 
 def _carried_lists(index: NamespaceIndex, plan: QueryPlan, cfg: RecallConfig) -> list[_List]:
-    n, w_session = len(index), cfg.weights["session"]
-    out: list[_List] = []
+    """The session lists of the plan's carried concepts (:func:`_py_carried_lists`)."""
+    n = len(index)
     most = max(cfg.carry_min_df, int(cfg.carry_max_share * n))
+    return _carried_lists_of(
+        _List, _Gain, "session", plan.expanded_concepts, index.derived, _CARRIED_KINDS,
+        partial(_found, index, _CARRIED_KINDS), n, most, cfg.weights["session"],
+        cfg.session_self_factor,
+    )  # fmt: skip
+
+
+def _py_carried_lists(
+    list_type: type[_List],
+    gain_type: type[_Gain],
+    signal: str,
+    concepts: Sequence[Concept],
+    derived: dict[Any, Any],
+    kinds: tuple[str, ...],
+    found: Callable[[tuple[str, ...]], _Found],
+    n: int,
+    most: int,
+    w_session: float,
+    own_factor: float,
+) -> list[_List]:
+    """The evidence list (``list_type``, of ``signal``) of each carried concept whose
+    document frequency among the ``n`` memories is in ``1..most`` (a carried cue too common
+    to tell memories apart is not carried): its gain (``gain_type``) is the concept's weight
+    times its BM25 idf, and ``own_factor`` (or the concept's own self factor) of that for its
+    one source. The concept's lists are read from the index's memo ``derived`` (keyed by
+    ``(kinds, members)``), else ``found`` (which memoizes them)."""
+    out: list[_List] = []
     new = tuple.__new__  # a NamedTuple's own __new__ is a Python function: some fifty a pass
-    known, log, own_factor = index.derived.get, math.log, cfg.session_self_factor
-    for members, weight, sources, self_factor in plan.expanded_concepts:
-        # _found's memo read here first: a call per concept was a third of this loop
-        keys, postings, df = known((_CARRIED_KINDS, members)) or _found(
-            index, _CARRIED_KINDS, members
-        )
-        if 0 < df <= most:  # a carried cue too common to tell memories apart is not carried
+    known, log = derived.get, math.log
+    for members, weight, sources, self_factor in concepts:
+        # the memo read here first: a call per concept was a third of this loop
+        keys, postings, df = known((kinds, members)) or found(members)
+        if 0 < df <= most:
             gain = weight * log(1.0 + (n - df + 0.5) / (df + 0.5))  # bm25_idf(n, df), inlined
             only = next(iter(sources)) if len(sources) == 1 else None
             mine = gain * (own_factor if self_factor is None else self_factor)
-            own = new(_Gain, (gain, only, mine))
-            out.append(new(_List, ("session", w_session * gain, postings, own, keys)))
+            own = new(gain_type, (gain, only, mine))
+            out.append(new(list_type, (signal, w_session * gain, postings, own, keys)))
     return out
+
+
+# the compiled twin when built (a feedback pass carries some sixty concepts, a loop step each
+# in Python)
+_carried_lists_of: Callable[..., list[_List]] = (
+    _py_carried_lists if _textc is None else _textc.carried_lists
+)
 
 
 _CARRIED_KINDS = ("cue", "tag")  # the tables a carried concept's members are looked up in

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import random
 from datetime import datetime, timedelta, timezone
+from functools import partial
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -277,6 +278,179 @@ def test_compiled_carried_parts_equal_the_python_ones(
     expected = ranking._py_carried_parts(expanded, explicit)
     assert got == expected
     assert [type(w) for w in got[2]] == [type(w) for w in expected[2]]
+
+
+_FOUND_KEYS = (("cue", "meeting"), ("tag", "team"))
+
+
+def _found_lists(members: tuple[str, ...]) -> topk._Found:
+    """Made-up lists of a concept: its document frequency from its members (0 for some)."""
+    df = sum(len(m) for m in members) % 7 * 3
+    return topk._Found(_FOUND_KEYS[: len(members) % 3], (topk.Postings(),) * (df % 2), df)
+
+
+def _memoized_lists(
+    derived: dict[object, object], asked: list[tuple[str, ...]], members: tuple[str, ...]
+) -> topk._Found:
+    """``topk._found`` made up: the concept's lists, memoized in ``derived``; ``asked`` keeps
+    the concepts asked."""
+    asked.append(members)
+    made = derived[(topk._CARRIED_KINDS, members)] = _found_lists(members)
+    return made
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    concepts=st.lists(
+        st.builds(
+            Concept,
+            st.lists(st.sampled_from(VOCABULARY), min_size=1, max_size=3).map(tuple),
+            st.sampled_from([0.0, 0.25, 1.0, 0.333333, 2, 1e-300]),
+            SOURCES,
+            FACTORS,
+        ),
+        max_size=10,
+    ),
+    held=st.sets(st.sampled_from(VOCABULARY), max_size=4),
+    n=st.integers(1, 2_000_000),
+    most=st.integers(0, 30),
+    w_session=st.sampled_from([0.0, 0.5, 1, 0.7]),
+    own_factor=st.sampled_from([0.0, 0.5, 1]),
+)
+def test_compiled_carried_lists_equal_the_python_ones(
+    concepts: list[Concept],
+    held: set[str],
+    n: int,
+    most: int,
+    w_session: float,
+    own_factor: float,
+) -> None:
+    """Each carried concept's list: the memo read first, the lists found (and memoized) only
+    for a concept not held, a concept of document frequency 0 or above ``most`` left out,
+    and the same floats, bit for bit (the gain, its own source's gain, the bound)."""
+    if _textc is None:
+        pytest.skip("_textc is not built (or CUEMAP_TEXTC=0)")
+    kinds = topk._CARRIED_KINDS
+    outcomes = []
+    for carried_lists in (topk._py_carried_lists, _textc.carried_lists):
+        # the memo holds the concepts of one member in ``held``, with lists unlike found ones
+        derived: dict[object, object] = {
+            (kinds, (cue,)): topk._Found((("cue", cue),), (topk.Postings(),), len(cue) * 2)
+            for cue in sorted(held)
+        }
+        asked: list[tuple[str, ...]] = []
+        got = carried_lists(
+            topk._List, topk._Gain, "session", concepts, derived, kinds,
+            partial(_memoized_lists, derived, asked), n, most, w_session, own_factor,
+        )  # fmt: skip
+        outcomes.append((got, asked, derived))
+    (expected, asked, derived), (got, got_asked, got_derived) = outcomes
+    assert got == expected and got_asked == asked and got_derived == derived
+    assert [(type(lst), type(lst.gain)) for lst in got] == [(topk._List, topk._Gain)] * len(got)
+    floats = [(lst.bound, *lst.gain[::2]) for lst in got]
+    assert [tuple(map(float.hex, f)) for f in floats] == [
+        tuple(map(float.hex, (lst.bound, *lst.gain[::2]))) for lst in expected
+    ]
+
+
+def test_compiled_carried_lists_reject_what_they_cannot_read() -> None:
+    """Bad concepts or found lists raise (as the Python twin's unpacking would), and an error
+    from ``found`` propagates."""
+    if _textc is None:
+        pytest.skip("_textc is not built (or CUEMAP_TEXTC=0)")
+    kinds = topk._CARRIED_KINDS
+
+    def lists(concepts: object, found: object, derived: dict[object, object]) -> object:
+        return _textc.carried_lists(
+            topk._List, topk._Gain, "session", concepts, derived, kinds, found, 100, 20, 1.0, 0.5
+        )
+
+    def fails(members: tuple[str, ...]) -> object:
+        raise LookupError(members)
+
+    one = Concept(("a",), 1.0, frozenset({1}), None)
+    with pytest.raises(LookupError):
+        lists([one], fails, {})
+    with pytest.raises(TypeError):
+        lists([("a",)], fails, {})
+    with pytest.raises(TypeError):
+        lists([one], lambda members: (1, 2), {})
+    with pytest.raises(TypeError):
+        lists(7, fails, {})
+    with pytest.raises(TypeError):
+        lists([one._replace(weight="heavy")], fails, {(kinds, ("a",)): topk._Found((), (), 3)})
+    no_source = lists([one._replace(sources=[])], fails, {(kinds, ("a",)): topk._Found((), (), 3)})
+    assert no_source[0].gain.special is None  # as len() != 1 gives in Python
+    assert lists([one], fails, {(kinds, ("a",)): topk._Found((), (), 0)}) == []
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    concepts=st.lists(
+        st.builds(
+            Concept,
+            st.just(("meeting",)),
+            st.just(1.0),
+            st.frozensets(st.sampled_from([QUERY_SOURCE, 1, 2, 3]), max_size=2)
+            | st.sampled_from([[2], (3,), {1}]),
+            st.sampled_from([None, 0.0, 0, 0.5, 1, -0.0]),
+        ),
+        max_size=12,
+    )
+)
+def test_compiled_alone_equals_the_python_one(concepts: list[Concept]) -> None:
+    """Memory -> the positions of the concepts it alone gave with self factor 0 (any source
+    container of one, a factor of int 0 or -0.0 too), in the same order."""
+    if _textc is None:
+        pytest.skip("_textc is not built (or CUEMAP_TEXTC=0)")
+    got, expected = _textc.alone(concepts), ranking._py_alone(concepts)
+    assert got == expected and list(got) == list(expected)
+    assert all(type(positions) is set for positions in got.values())
+
+
+def test_compiled_alone_rejects_what_it_cannot_read() -> None:
+    """Items that are no concepts, and unsized sources, raise (as in Python)."""
+    if _textc is None:
+        pytest.skip("_textc is not built (or CUEMAP_TEXTC=0)")
+    with pytest.raises(TypeError):
+        _textc.alone([("a", 1.0)])
+    with pytest.raises(TypeError):
+        _textc.alone(7)
+    with pytest.raises(TypeError):
+        _textc.alone([Concept(("a",), 1.0, 5, 0.0)])  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        ranking._py_alone([Concept(("a",), 1.0, 5, 0.0)])  # type: ignore[arg-type]
+    assert _textc.alone([Concept(("a",), 1.0, 5, None)]) == {}  # the factor is read first
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    keys=st.lists(
+        st.sampled_from([("stem", "meet"), ("stem", "cach"), ("alias", 0), ("alias", 1), "x"]),
+        max_size=300,
+    )
+)
+def test_compiled_shared_positions_equal_the_python_ones(keys: list[object]) -> None:
+    """Each concept key's first position -> its later ones, for keys met once, twice or many
+    times (positions past the small ints CPython keeps too), in the same order."""
+    if _textc is None:
+        pytest.skip("_textc is not built (or CUEMAP_TEXTC=0)")
+    found: list[tuple[object, tuple[str, ...]]] = [(key, ("m",)) for key in keys]
+    got, expected = _textc.shared_positions(found), ranking._py_shared_positions(found)
+    assert list(got.items()) == list(expected.items())
+
+
+def test_compiled_shared_positions_reject_what_they_cannot_read() -> None:
+    """A found entry that is no pair, a found that is no list, an unhashable key: errors."""
+    if _textc is None:
+        pytest.skip("_textc is not built (or CUEMAP_TEXTC=0)")
+    for shared_positions in (_textc.shared_positions, ranking._py_shared_positions):
+        with pytest.raises(TypeError):
+            shared_positions([(["a"], ("a",))])
+        with pytest.raises((TypeError, ValueError)):
+            shared_positions([("a",)])
+    with pytest.raises(TypeError):
+        _textc.shared_positions((("a", ("a",)),))
 
 
 def test_compiled_firsts_rejects_what_it_cannot_read() -> None:
