@@ -869,7 +869,7 @@ def _ranked_walk(
             return chosen
     if len(cand) > _reach_from(scorer, k):
         cand, positions = _within_reach(
-            view, sums, cand, positions, cfg, scorer, k, admitted, floor
+            view, sums, cand, positions, cfg, scorer, k, admitted, floor, min_score
         )
     score = _scores(view, sums, cand, positions, cfg, scorer)
     tag_only = sums.tag_only(positions)
@@ -947,6 +947,7 @@ def _reach_from(scorer: FastScorer, k: int) -> int:
 def _within_reach(
     view: ArrayView, sums: _Sums, cand: Any, positions: Any, cfg: RecallConfig,
     scorer: FastScorer, k: int, admitted: Callable[[int], bool], floor: float,
+    min_score: float | None = None,
 ) -> tuple[Any, Any]:  # fmt: skip
     """The candidates whose score can reach the k-th best, when many memories matched.
 
@@ -954,6 +955,9 @@ def _within_reach(
     adds at most ``scorer.prior_max``; the scores of the best few by evidence give a k-th best
     lower bound, and only candidates whose evidence plus that maximum reaches it are kept (memories
     that matched only tags go too once k others are certain: they rank after every other).
+    With ``min_score``, k others are certain only when theta reaches its cut: below it, the
+    k best others may all be cut, and a tag-only memory scoring above it then ranks (stop 27
+    found this by the differential test of the kernel's walk, which keeps it).
     """
     np = _np()
     # the kernel's rows are every position (see _from_kernel): its sums are read whole (views)
@@ -967,7 +971,9 @@ def _within_reach(
     if theta == -math.inf:
         return cand, positions
     reach = evidence + scorer.prior_max >= theta - _EPSILON
-    keep = np.flatnonzero(np.logical_and(reach, ~tag_only, out=reach))
+    if min_score is None or theta >= min_score - _EPSILON:  # k others certain: the cut keeps them
+        reach = np.logical_and(reach, ~tag_only, out=reach)
+    keep = np.flatnonzero(reach)
     return cand[keep], keep if whole else positions[keep]
 
 

@@ -935,6 +935,10 @@ def test_rank_orders_by_the_numpy_scores_bit_for_bit(
     evidence=[1.0] * 60, tag_share=0.0, k=3, admitted_share=1.0, recency=0.0, type_weight=0.0,
     min_score=None, reach=False, seed=5,
 )  # fmt: skip
+@example(  # a tag-only memory just above min_score, every other cut by it: it ranks (stop 27)
+    evidence=[0.0] * 21 + [0.599999999, 0.0], tag_share=0.2, k=1, admitted_share=0.3,
+    recency=0.0, type_weight=0.0, min_score=0.6, reach=True, seed=65531,
+)  # fmt: skip
 def test_the_kernels_ranked_walk_is_numpys(
     viewed: tuple[CueMap, arrays.ArrayView], evidence: list[float], tag_share: float, k: int,
     admitted_share: float, recency: float, type_weight: float, min_score: float | None,
