@@ -28,11 +28,14 @@
  *                                      reference, and what this leaves to the tables' extend)
  *   id_slot(slots, ids, memory_id)     keytables._id_slot: SeqOf's probe
  *   digest_slot(slots, digests, digest)   keytables._digest_slot: SeqsByDigest's probe
+ *   record_rows(records, fields, row_of, strings_json, metadata_json)   store._py_record_rows:
+ *                                      the SQLite parameters of a batch's records (any str)
  *
  * Every index is checked against its buffer's length; buffers are sized from the input.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <datetime.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -2540,6 +2543,245 @@ static PyObject *textc_digest_slot(PyObject *self, PyObject *args) {
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* A memory's SQLite row (store._py_record_rows): each record's statement parameters in one
+ * call for a whole batch. What is not plain (a cue or metadata string JSON escapes, nested or
+ * float metadata, a datetime not in timezone.utc, a record without its fields in __dict__)
+ * goes to the Python functions passed in, so every row is exactly store.record_to_row's. */
+
+/* How a column's parameter is made from the record's field (store._COLUMNS order). */
+enum { AS_IS, JSON_LIST, ENUM_VALUE, ISO, UPDATED, ISO_OR_EMPTY, OR_EMPTY, METADATA };
+static const char ROW_COLUMNS[] = {
+    AS_IS, AS_IS, AS_IS, JSON_LIST, JSON_LIST, ENUM_VALUE, AS_IS, ISO, UPDATED,
+    ISO_OR_EMPTY, AS_IS, ISO_OR_EMPTY, OR_EMPTY, OR_EMPTY, METADATA, AS_IS, ISO_OR_EMPTY,
+    OR_EMPTY,
+};
+#define ROW_SIZE ((Py_ssize_t)sizeof(ROW_COLUMNS))
+
+/* The strings one record_rows call shares, and the Python functions it falls back on. */
+typedef struct {
+    PyObject *fields, *row_of, *strings_json, *metadata_json;
+    PyObject *empty, *list_sep, *item_sep, *value_name, *iso_name, *no_list, *no_dict;
+} RowMaker;
+
+/* Whether json.encoder.encode_basestring writes ``s`` as it is between quotes: it escapes
+ * '"', '\\' and the characters below U+0020, nothing else (ensure_ascii is off). */
+static int json_plain(PyObject *s) {
+    if (PyUnicode_READY(s) < 0) return -1;
+    int kind = PyUnicode_KIND(s);
+    const void *data = PyUnicode_DATA(s);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(s);
+    if (kind == PyUnicode_1BYTE_KIND) { /* most strings: a byte loop */
+        const Py_UCS1 *c = data;
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (c[i] < 0x20 || c[i] == '"' || c[i] == '\\') return 0;
+        return 1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c < 0x20 || c == '"' || c == '\\') return 0;
+    }
+    return 1;
+}
+
+/* store._json_strings(items): '["a", "b"]' when every item is a plain str, else the Python. */
+static PyObject *strings_json(const RowMaker *m, PyObject *items) {
+    if (!PyTuple_CheckExact(items)) return PyObject_CallOneArg(m->strings_json, items);
+    Py_ssize_t n = PyTuple_GET_SIZE(items);
+    if (n == 0) return Py_NewRef(m->no_list);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyTuple_GET_ITEM(items, i);
+        int plain = PyUnicode_Check(item) ? json_plain(item) : 0;
+        if (plain < 0) return NULL;
+        if (!plain) return PyObject_CallOneArg(m->strings_json, items);
+    }
+    PyObject *joined = PyUnicode_Join(m->list_sep, items);
+    if (joined == NULL) return NULL;
+    PyObject *json = PyUnicode_FromFormat("[\"%U\"]", joined);
+    Py_DECREF(joined);
+    return json;
+}
+
+/* One metadata value as store._SCALAR_JSON writes it; NULL without an error: not one of its
+ * exact types, or a string to escape (the Python writes the whole dict). */
+static PyObject *scalar_json(PyObject *value) {
+    if (value == Py_None) return PyUnicode_FromString("null");
+    if (PyBool_Check(value)) return PyUnicode_FromString(value == Py_True ? "true" : "false");
+    if (PyLong_CheckExact(value)) return PyObject_Repr(value);
+    if (PyUnicode_CheckExact(value)) {
+        int plain = json_plain(value);
+        return plain > 0 ? PyUnicode_FromFormat("\"%U\"", value) : NULL;
+    }
+    return NULL;
+}
+
+/* The '"key": value' parts of a flat dict's plain keys, in sorted order (NULL without an
+ * error: the Python writes this dict). */
+static PyObject *metadata_parts(PyObject *metadata) {
+    PyObject *keys = PyDict_Keys(metadata), *parts = NULL;
+    if (keys == NULL || PyList_Sort(keys) < 0) goto done; /* distinct str: as sorted(items) */
+    Py_ssize_t n = PyList_GET_SIZE(keys);
+    if ((parts = PyList_New(n)) == NULL) goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *key = PyList_GET_ITEM(keys, i), *value, *json = NULL, *part = NULL;
+        int plain = PyUnicode_CheckExact(key) ? json_plain(key) : 0;
+        if (plain > 0 && (value = PyDict_GetItemWithError(metadata, key)) != NULL &&
+            (json = scalar_json(value)) != NULL)
+            part = PyUnicode_FromFormat("\"%U\": %U", key, json);
+        Py_XDECREF(json);
+        if (part == NULL) {
+            Py_CLEAR(parts);
+            goto done;
+        }
+        PyList_SET_ITEM(parts, i, part);
+    }
+done:
+    Py_XDECREF(keys);
+    return parts;
+}
+
+/* store._metadata_json(metadata): '{"a": 1, "b": "x"}' for a flat dict of plain scalars. */
+static PyObject *metadata_json(const RowMaker *m, PyObject *metadata) {
+    if (!PyDict_CheckExact(metadata)) return PyObject_CallOneArg(m->metadata_json, metadata);
+    if (PyDict_GET_SIZE(metadata) == 0) return Py_NewRef(m->no_dict);
+    PyObject *parts = metadata_parts(metadata);
+    if (parts == NULL)
+        return PyErr_Occurred() ? NULL : PyObject_CallOneArg(m->metadata_json, metadata);
+    PyObject *joined = PyUnicode_Join(m->item_sep, parts), *json = NULL;
+    Py_DECREF(parts);
+    if (joined != NULL) json = PyUnicode_FromFormat("{%U}", joined);
+    Py_XDECREF(joined);
+    return json;
+}
+
+/* when.isoformat(), written here for a datetime (exactly) in timezone.utc. */
+static PyObject *iso_of(const RowMaker *m, PyObject *when) {
+    if (!Py_IS_TYPE(when, PyDateTimeAPI->DateTimeType) ||
+        PyDateTime_DATE_GET_TZINFO(when) != PyDateTime_TimeZone_UTC)
+        return PyObject_CallMethodNoArgs(when, m->iso_name);
+    char text[48];
+    int micro = PyDateTime_DATE_GET_MICROSECOND(when);
+    int n = snprintf(text, sizeof text, "%04d-%02d-%02dT%02d:%02d:%02d", PyDateTime_GET_YEAR(when),
+                     PyDateTime_GET_MONTH(when), PyDateTime_GET_DAY(when),
+                     PyDateTime_DATE_GET_HOUR(when), PyDateTime_DATE_GET_MINUTE(when),
+                     PyDateTime_DATE_GET_SECOND(when));
+    if (micro) n += snprintf(text + n, sizeof text - (size_t)n, ".%06d", micro);
+    n += snprintf(text + n, sizeof text - (size_t)n, "+00:00");
+    return PyUnicode_FromStringAndSize(text, n);
+}
+
+/* Column ``at``'s parameter from the record's ``fields`` (by column); ``row``: the columns
+ * made so far (column 7's, created_at, before any other). */
+static PyObject *row_value(const RowMaker *m, Py_ssize_t at, PyObject **fields, PyObject *row) {
+    PyObject *value = fields[at];
+    switch (ROW_COLUMNS[at]) {
+    case JSON_LIST: return strings_json(m, value);
+    case ENUM_VALUE: return PyObject_GetAttr(value, m->value_name); /* .value, no descriptor */
+    case ISO: return iso_of(m, value);
+    case UPDATED: /* usually the very created_at object */
+        if (value == fields[7]) return Py_NewRef(PyTuple_GET_ITEM(row, 7));
+        return value == Py_None ? Py_NewRef(value) : iso_of(m, value);
+    case ISO_OR_EMPTY: return value == Py_None ? Py_NewRef(m->empty) : iso_of(m, value);
+    case OR_EMPTY: {
+        int truth = PyObject_IsTrue(value);
+        return truth < 0 ? NULL : Py_NewRef(truth ? value : m->empty);
+    }
+    case METADATA: return metadata_json(m, value);
+    default: return Py_NewRef(value);
+    }
+}
+
+/* The columns in the order store.record_to_row evaluates them (its errors come first). */
+static const char ROW_ORDER[] = {7, 8, 0, 1, 2, 3, 4, 5, 6, 9, 10, 11, 12, 13, 14, 15, 16, 17};
+
+/* The row of ``record`` from its ``values`` (its __dict__), or NULL with an error; ``row_of``
+ * for a record without all its fields there (a subclass's own attributes, a broken record). */
+static PyObject *row_of_values(const RowMaker *m, PyObject *record, PyObject *values) {
+    PyObject *fields[ROW_SIZE], *row = NULL;
+    Py_ssize_t held = 0;
+    for (; held < ROW_SIZE; held++) {
+        fields[held] = PyDict_GetItemWithError(values, PyTuple_GET_ITEM(m->fields, held));
+        if (fields[held] == NULL) break;
+        Py_INCREF(fields[held]); /* kept while Python code (isoformat, fallbacks) runs */
+    }
+    if (held < ROW_SIZE) {
+        if (!PyErr_Occurred()) row = PyObject_CallOneArg(m->row_of, record);
+    } else if ((row = PyTuple_New(ROW_SIZE)) != NULL) {
+        for (Py_ssize_t i = 0; i < ROW_SIZE; i++) {
+            Py_ssize_t at = ROW_ORDER[i];
+            PyObject *param = row_value(m, at, fields, row);
+            if (param == NULL) {
+                Py_CLEAR(row);
+                break;
+            }
+            PyTuple_SET_ITEM(row, at, param);
+        }
+    }
+    while (held > 0) Py_DECREF(fields[--held]);
+    return row;
+}
+
+/* The row of one record (a new tuple), or NULL with an error. */
+static PyObject *record_row(const RowMaker *m, PyObject *record) {
+    PyObject *values = PyObject_GenericGetDict(record, NULL);
+    if (values == NULL || !PyDict_CheckExact(values)) { /* not a plain dataclass instance */
+        Py_XDECREF(values);
+        PyErr_Clear();
+        return PyObject_CallOneArg(m->row_of, record);
+    }
+    PyObject *row = row_of_values(m, record, values);
+    Py_DECREF(values);
+    return row;
+}
+
+/* record_rows(records, fields, row_of, strings_json, metadata_json): store._py_record_rows,
+ * the list of ``row_of(record)`` for each record; ``fields``: store._COLUMNS. */
+static PyObject *textc_record_rows(PyObject *self, PyObject *args) {
+    RowMaker m = {0};
+    PyObject *records, *rows = NULL;
+    if (!PyArg_ParseTuple(args, "OO!OOO:record_rows", &records, &PyTuple_Type, &m.fields,
+                          &m.row_of, &m.strings_json, &m.metadata_json))
+        return NULL;
+    if (PyTuple_GET_SIZE(m.fields) != ROW_SIZE) {
+        PyErr_SetString(PyExc_ValueError, "record_rows: fields must be store._COLUMNS");
+        return NULL;
+    }
+    if (PyDateTimeAPI == NULL) {
+        PyDateTime_IMPORT;
+        if (PyDateTimeAPI == NULL) return NULL;
+    }
+    PyObject *seq = PySequence_Fast(records, "record_rows: records must be a sequence");
+    if (seq == NULL) return NULL;
+    if ((m.empty = PyUnicode_FromString("")) == NULL ||
+        (m.list_sep = PyUnicode_FromString("\", \"")) == NULL ||
+        (m.item_sep = PyUnicode_FromString(", ")) == NULL ||
+        (m.value_name = PyUnicode_InternFromString("_value_")) == NULL ||
+        (m.iso_name = PyUnicode_InternFromString("isoformat")) == NULL ||
+        (m.no_list = PyUnicode_FromString("[]")) == NULL ||
+        (m.no_dict = PyUnicode_FromString("{}")) == NULL)
+        goto done;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if ((rows = PyList_New(n)) == NULL) goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *row = record_row(&m, PySequence_Fast_GET_ITEM(seq, i));
+        if (row == NULL) {
+            Py_CLEAR(rows);
+            break;
+        }
+        PyList_SET_ITEM(rows, i, row);
+    }
+done:
+    Py_DECREF(seq);
+    Py_XDECREF(m.empty);
+    Py_XDECREF(m.list_sep);
+    Py_XDECREF(m.item_sep);
+    Py_XDECREF(m.value_name);
+    Py_XDECREF(m.iso_name);
+    Py_XDECREF(m.no_list);
+    Py_XDECREF(m.no_dict);
+    return rows;
+}
+
+/* ---------------------------------------------------------------------------------------- */
 /* Explaining a hit: the first member it carries of each concept (ranking._py_firsts). */
 
 /* The entries (ints) of a hit's concept members, in a buffer that starts on the stack. */
@@ -2964,6 +3206,7 @@ static PyMethodDef methods[] = {
     {"flush_postings", textc_flush_postings, METH_VARARGS, "index.NamespaceIndex.flush's postings."},
     {"id_slot", textc_id_slot, METH_VARARGS, "keytables._id_slot."},
     {"digest_slot", textc_digest_slot, METH_VARARGS, "keytables._digest_slot."},
+    {"record_rows", textc_record_rows, METH_VARARGS, "store._py_record_rows."},
     {"firsts", textc_firsts, METH_VARARGS, "ranking._py_firsts."},
     {"members", textc_members, METH_O, "ranking._py_members."},
     {"lend", textc_lend, METH_VARARGS, "core._py_lend."},
@@ -2988,7 +3231,7 @@ PyMODINIT_FUNC PyInit__textc(void) {
         (SHARED_NAME = PyUnicode_InternFromString("_shared")) == NULL)
         return NULL;
     PyObject *m = PyModule_Create(&module);
-    if (m != NULL && (PyModule_AddIntConstant(m, "ABI_VERSION", 8) < 0 ||
+    if (m != NULL && (PyModule_AddIntConstant(m, "ABI_VERSION", 9) < 0 ||
                       PyModule_AddObjectRef(m, "StemMemo", (PyObject *)&StemMemoType) < 0))
         Py_CLEAR(m);
     return m;
