@@ -28,11 +28,16 @@
  *                                      reference, and what this leaves to the tables' extend)
  *   id_slot(slots, ids, memory_id)     keytables._id_slot: SeqOf's probe
  *   digest_slot(slots, digests, digest)   keytables._digest_slot: SeqsByDigest's probe
+ *   record_rows(records, fields, row_of, strings_json, metadata_json)   store._py_record_rows:
+ *                                      the SQLite parameters of a batch's records (any str)
+ *   packed_row(layout, reference, packed, record, codes, kinds, room)   recordtable._py_packed_row:
+ *                                      a record's shared kind and packed fields (any str)
  *
  * Every index is checked against its buffer's length; buffers are sized from the input.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <datetime.h>
 #include <stdint.h>
 #include <math.h>
 #include <string.h>
@@ -2541,6 +2546,466 @@ static PyObject *textc_digest_slot(PyObject *self, PyObject *args) {
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* A memory's SQLite row (store._py_record_rows): each record's statement parameters in one
+ * call for a whole batch. What is not plain (a cue or metadata string JSON escapes, nested or
+ * float metadata, a datetime not in timezone.utc, a record without its fields in __dict__)
+ * goes to the Python functions passed in, so every row is exactly store.record_to_row's. */
+
+/* How a column's parameter is made from the record's field (store._COLUMNS order). */
+enum { AS_IS, JSON_LIST, ENUM_VALUE, ISO, UPDATED, ISO_OR_EMPTY, OR_EMPTY, METADATA };
+static const char ROW_COLUMNS[] = {
+    AS_IS, AS_IS, AS_IS, JSON_LIST, JSON_LIST, ENUM_VALUE, AS_IS, ISO, UPDATED,
+    ISO_OR_EMPTY, AS_IS, ISO_OR_EMPTY, OR_EMPTY, OR_EMPTY, METADATA, AS_IS, ISO_OR_EMPTY,
+    OR_EMPTY,
+};
+#define ROW_SIZE ((Py_ssize_t)sizeof(ROW_COLUMNS))
+
+/* The strings one record_rows call shares, and the Python functions it falls back on. */
+typedef struct {
+    PyObject *fields, *row_of, *strings_json, *metadata_json;
+    PyObject *empty, *list_sep, *item_sep, *value_name, *iso_name, *no_list, *no_dict;
+} RowMaker;
+
+/* Whether json.encoder.encode_basestring writes ``s`` as it is between quotes: it escapes
+ * '"', '\\' and the characters below U+0020, nothing else (ensure_ascii is off). */
+static int json_plain(PyObject *s) {
+    if (PyUnicode_READY(s) < 0) return -1;
+    int kind = PyUnicode_KIND(s);
+    const void *data = PyUnicode_DATA(s);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(s);
+    if (kind == PyUnicode_1BYTE_KIND) { /* most strings: a byte loop */
+        const Py_UCS1 *c = data;
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (c[i] < 0x20 || c[i] == '"' || c[i] == '\\') return 0;
+        return 1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c < 0x20 || c == '"' || c == '\\') return 0;
+    }
+    return 1;
+}
+
+/* store._json_strings(items): '["a", "b"]' when every item is a plain str, else the Python. */
+static PyObject *strings_json(const RowMaker *m, PyObject *items) {
+    if (!PyTuple_CheckExact(items)) return PyObject_CallOneArg(m->strings_json, items);
+    Py_ssize_t n = PyTuple_GET_SIZE(items);
+    if (n == 0) return Py_NewRef(m->no_list);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyTuple_GET_ITEM(items, i);
+        int plain = PyUnicode_Check(item) ? json_plain(item) : 0;
+        if (plain < 0) return NULL;
+        if (!plain) return PyObject_CallOneArg(m->strings_json, items);
+    }
+    PyObject *joined = PyUnicode_Join(m->list_sep, items);
+    if (joined == NULL) return NULL;
+    PyObject *json = PyUnicode_FromFormat("[\"%U\"]", joined);
+    Py_DECREF(joined);
+    return json;
+}
+
+/* One metadata value as store._SCALAR_JSON writes it; NULL without an error: not one of its
+ * exact types, or a string to escape (the Python writes the whole dict). */
+static PyObject *scalar_json(PyObject *value) {
+    if (value == Py_None) return PyUnicode_FromString("null");
+    if (PyBool_Check(value)) return PyUnicode_FromString(value == Py_True ? "true" : "false");
+    if (PyLong_CheckExact(value)) return PyObject_Repr(value);
+    if (PyUnicode_CheckExact(value)) {
+        int plain = json_plain(value);
+        return plain > 0 ? PyUnicode_FromFormat("\"%U\"", value) : NULL;
+    }
+    return NULL;
+}
+
+/* The '"key": value' parts of a flat dict's plain keys, in sorted order (NULL without an
+ * error: the Python writes this dict). */
+static PyObject *metadata_parts(PyObject *metadata) {
+    PyObject *keys = PyDict_Keys(metadata), *parts = NULL;
+    if (keys == NULL || PyList_Sort(keys) < 0) goto done; /* distinct str: as sorted(items) */
+    Py_ssize_t n = PyList_GET_SIZE(keys);
+    if ((parts = PyList_New(n)) == NULL) goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *key = PyList_GET_ITEM(keys, i), *value, *json = NULL, *part = NULL;
+        int plain = PyUnicode_CheckExact(key) ? json_plain(key) : 0;
+        if (plain > 0 && (value = PyDict_GetItemWithError(metadata, key)) != NULL &&
+            (json = scalar_json(value)) != NULL)
+            part = PyUnicode_FromFormat("\"%U\": %U", key, json);
+        Py_XDECREF(json);
+        if (part == NULL) {
+            Py_CLEAR(parts);
+            goto done;
+        }
+        PyList_SET_ITEM(parts, i, part);
+    }
+done:
+    Py_XDECREF(keys);
+    return parts;
+}
+
+/* store._metadata_json(metadata): '{"a": 1, "b": "x"}' for a flat dict of plain scalars. */
+static PyObject *metadata_json(const RowMaker *m, PyObject *metadata) {
+    if (!PyDict_CheckExact(metadata)) return PyObject_CallOneArg(m->metadata_json, metadata);
+    if (PyDict_GET_SIZE(metadata) == 0) return Py_NewRef(m->no_dict);
+    PyObject *parts = metadata_parts(metadata);
+    if (parts == NULL)
+        return PyErr_Occurred() ? NULL : PyObject_CallOneArg(m->metadata_json, metadata);
+    PyObject *joined = PyUnicode_Join(m->item_sep, parts), *json = NULL;
+    Py_DECREF(parts);
+    if (joined != NULL) json = PyUnicode_FromFormat("{%U}", joined);
+    Py_XDECREF(joined);
+    return json;
+}
+
+/* when.isoformat(), written here for a datetime (exactly) in timezone.utc. */
+static PyObject *iso_of(const RowMaker *m, PyObject *when) {
+    if (!Py_IS_TYPE(when, PyDateTimeAPI->DateTimeType) ||
+        PyDateTime_DATE_GET_TZINFO(when) != PyDateTime_TimeZone_UTC)
+        return PyObject_CallMethodNoArgs(when, m->iso_name);
+    char text[48];
+    int micro = PyDateTime_DATE_GET_MICROSECOND(when);
+    int n = snprintf(text, sizeof text, "%04d-%02d-%02dT%02d:%02d:%02d", PyDateTime_GET_YEAR(when),
+                     PyDateTime_GET_MONTH(when), PyDateTime_GET_DAY(when),
+                     PyDateTime_DATE_GET_HOUR(when), PyDateTime_DATE_GET_MINUTE(when),
+                     PyDateTime_DATE_GET_SECOND(when));
+    if (micro) n += snprintf(text + n, sizeof text - (size_t)n, ".%06d", micro);
+    n += snprintf(text + n, sizeof text - (size_t)n, "+00:00");
+    return PyUnicode_FromStringAndSize(text, n);
+}
+
+/* Column ``at``'s parameter from the record's ``fields`` (by column); ``row``: the columns
+ * made so far (column 7's, created_at, before any other). */
+static PyObject *row_value(const RowMaker *m, Py_ssize_t at, PyObject **fields, PyObject *row) {
+    PyObject *value = fields[at];
+    switch (ROW_COLUMNS[at]) {
+    case JSON_LIST: return strings_json(m, value);
+    case ENUM_VALUE: return PyObject_GetAttr(value, m->value_name); /* .value, no descriptor */
+    case ISO: return iso_of(m, value);
+    case UPDATED: /* usually the very created_at object */
+        if (value == fields[7]) return Py_NewRef(PyTuple_GET_ITEM(row, 7));
+        return value == Py_None ? Py_NewRef(value) : iso_of(m, value);
+    case ISO_OR_EMPTY: return value == Py_None ? Py_NewRef(m->empty) : iso_of(m, value);
+    case OR_EMPTY: {
+        int truth = PyObject_IsTrue(value);
+        return truth < 0 ? NULL : Py_NewRef(truth ? value : m->empty);
+    }
+    case METADATA: return metadata_json(m, value);
+    default: return Py_NewRef(value);
+    }
+}
+
+/* The columns in the order store.record_to_row evaluates them (its errors come first). */
+static const char ROW_ORDER[] = {7, 8, 0, 1, 2, 3, 4, 5, 6, 9, 10, 11, 12, 13, 14, 15, 16, 17};
+
+/* The row of ``record`` from its ``values`` (its __dict__), or NULL with an error; ``row_of``
+ * for a record without all its fields there (a subclass's own attributes, a broken record). */
+static PyObject *row_of_values(const RowMaker *m, PyObject *record, PyObject *values) {
+    PyObject *fields[ROW_SIZE], *row = NULL;
+    Py_ssize_t held = 0;
+    for (; held < ROW_SIZE; held++) {
+        fields[held] = PyDict_GetItemWithError(values, PyTuple_GET_ITEM(m->fields, held));
+        if (fields[held] == NULL) break;
+        Py_INCREF(fields[held]); /* kept while Python code (isoformat, fallbacks) runs */
+    }
+    if (held < ROW_SIZE) {
+        if (!PyErr_Occurred()) row = PyObject_CallOneArg(m->row_of, record);
+    } else if ((row = PyTuple_New(ROW_SIZE)) != NULL) {
+        for (Py_ssize_t i = 0; i < ROW_SIZE; i++) {
+            Py_ssize_t at = ROW_ORDER[i];
+            PyObject *param = row_value(m, at, fields, row);
+            if (param == NULL) {
+                Py_CLEAR(row);
+                break;
+            }
+            PyTuple_SET_ITEM(row, at, param);
+        }
+    }
+    while (held > 0) Py_DECREF(fields[--held]);
+    return row;
+}
+
+/* The row of one record (a new tuple), or NULL with an error. */
+static PyObject *record_row(const RowMaker *m, PyObject *record) {
+    PyObject *values = PyObject_GenericGetDict(record, NULL);
+    if (values == NULL || !PyDict_CheckExact(values)) { /* not a plain dataclass instance */
+        Py_XDECREF(values);
+        PyErr_Clear();
+        return PyObject_CallOneArg(m->row_of, record);
+    }
+    PyObject *row = row_of_values(m, record, values);
+    Py_DECREF(values);
+    return row;
+}
+
+/* record_rows(records, fields, row_of, strings_json, metadata_json): store._py_record_rows,
+ * the list of ``row_of(record)`` for each record; ``fields``: store._COLUMNS. */
+static PyObject *textc_record_rows(PyObject *self, PyObject *args) {
+    RowMaker m = {0};
+    PyObject *records, *rows = NULL;
+    if (!PyArg_ParseTuple(args, "OO!OOO:record_rows", &records, &PyTuple_Type, &m.fields,
+                          &m.row_of, &m.strings_json, &m.metadata_json))
+        return NULL;
+    if (PyTuple_GET_SIZE(m.fields) != ROW_SIZE) {
+        PyErr_SetString(PyExc_ValueError, "record_rows: fields must be store._COLUMNS");
+        return NULL;
+    }
+    if (PyDateTimeAPI == NULL) {
+        PyDateTime_IMPORT;
+        if (PyDateTimeAPI == NULL) return NULL;
+    }
+    PyObject *seq = PySequence_Fast(records, "record_rows: records must be a sequence");
+    if (seq == NULL) return NULL;
+    if ((m.empty = PyUnicode_FromString("")) == NULL ||
+        (m.list_sep = PyUnicode_FromString("\", \"")) == NULL ||
+        (m.item_sep = PyUnicode_FromString(", ")) == NULL ||
+        (m.value_name = PyUnicode_InternFromString("_value_")) == NULL ||
+        (m.iso_name = PyUnicode_InternFromString("isoformat")) == NULL ||
+        (m.no_list = PyUnicode_FromString("[]")) == NULL ||
+        (m.no_dict = PyUnicode_FromString("{}")) == NULL)
+        goto done;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if ((rows = PyList_New(n)) == NULL) goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *row = record_row(&m, PySequence_Fast_GET_ITEM(seq, i));
+        if (row == NULL) {
+            Py_CLEAR(rows);
+            break;
+        }
+        PyList_SET_ITEM(rows, i, row);
+    }
+done:
+    Py_DECREF(seq);
+    Py_XDECREF(m.empty);
+    Py_XDECREF(m.list_sep);
+    Py_XDECREF(m.item_sep);
+    Py_XDECREF(m.value_name);
+    Py_XDECREF(m.iso_name);
+    Py_XDECREF(m.no_list);
+    Py_XDECREF(m.no_dict);
+    return rows;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* A record's packed row (recordtable._py_packed_row): its shared kind and the fields of the
+ * row, for a new memory with every optional field at its default (bulk ingest's); anything
+ * else (a field past its default, an updated_at of its own, a str subclass among the cues, a
+ * created_at with no exact whole-second timestamp) takes recordtable._packed for the fields. */
+
+enum { PK_METADATA, PK_TYPE, PK_SOURCE, PK_NAMESPACE, PK_ORIGIN, PK_ID, PK_CONTENT, PK_CUES,
+       PK_CREATED, PK_UPDATED, PK_EXTRA }; /* recordtable._ROW_FIELDS, then _EXTRA_NAMES */
+#define PK_MAX_FIELDS 32
+
+/* Days from 1970-01-01 to the proleptic Gregorian date y-m-d (H. Hinnant's days_from_civil). */
+static int64_t days_from_civil(int64_t y, int m, int d) {
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+/* recordtable._stamp's shortcut: ``when.timestamp()`` of a datetime (exactly) in timezone.utc,
+ * with no microsecond or fold, in the years it covers; NULL without an error otherwise. */
+static PyObject *whole_stamp(PyObject *when) {
+    if (PyDateTimeAPI == NULL) {
+        PyDateTime_IMPORT;
+        if (PyDateTimeAPI == NULL) return NULL;
+    }
+    if (!Py_IS_TYPE(when, PyDateTimeAPI->DateTimeType) ||
+        PyDateTime_DATE_GET_TZINFO(when) != PyDateTime_TimeZone_UTC ||
+        PyDateTime_DATE_GET_MICROSECOND(when) || PyDateTime_DATE_GET_FOLD(when))
+        return NULL;
+    int year = PyDateTime_GET_YEAR(when);
+    if (year < 1900 || year > 9000) return NULL; /* recordtable._WHOLE_SECONDS_YEARS */
+    int64_t days = days_from_civil(year, PyDateTime_GET_MONTH(when), PyDateTime_GET_DAY(when));
+    int64_t seconds = days * 86400 + PyDateTime_DATE_GET_HOUR(when) * 3600 +
+                      PyDateTime_DATE_GET_MINUTE(when) * 60 + PyDateTime_DATE_GET_SECOND(when);
+    return PyFloat_FromDouble((double)seconds); /* exact: well within 2**53 */
+}
+
+/* recordtable.interned(cues) for a tuple of exact str; NULL without an error otherwise. */
+static PyObject *interned_cues(PyObject *cues) {
+    if (!PyTuple_CheckExact(cues)) return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(cues);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!PyUnicode_CheckExact(PyTuple_GET_ITEM(cues, i))) return NULL;
+    PyObject *kept = PyTuple_New(n);
+    for (Py_ssize_t i = 0; kept != NULL && i < n; i++) {
+        PyObject *cue = Py_NewRef(PyTuple_GET_ITEM(cues, i));
+        PyUnicode_InternInPlace(&cue);
+        PyTuple_SET_ITEM(kept, i, cue);
+    }
+    return kept;
+}
+
+/* recordtable._values (``shared``: the kind holds the names) or _flat of an exact dict. */
+static PyObject *metadata_values(PyObject *metadata, int shared) {
+    Py_ssize_t n = PyDict_GET_SIZE(metadata), at = 0, i = 0;
+    PyObject *name, *value;
+    if (n == 0) Py_RETURN_NONE;
+    if (shared && n == 1) {
+        PyDict_Next(metadata, &at, &name, &value);
+        return Py_NewRef(value);
+    }
+    PyObject *held = PyTuple_New(shared ? n : 2 * n);
+    while (held != NULL && PyDict_Next(metadata, &at, &name, &value)) {
+        if (!shared) PyTuple_SET_ITEM(held, i++, Py_NewRef(name));
+        PyTuple_SET_ITEM(held, i++, Py_NewRef(value));
+    }
+    return held;
+}
+
+/* recordtable._kind: the row's kind and its code, from the record's ``fields``. */
+static PyObject *row_kind(PyObject **fields, PyObject *codes, PyObject *kinds,
+                          Py_ssize_t kinds_max, Py_ssize_t own_code, Py_ssize_t *code) {
+    PyObject *names = PyDict_Keys(fields[PK_METADATA]), *kind = NULL;
+    if (names == NULL) return NULL;
+    int plain = PyUnicode_CheckExact(fields[PK_NAMESPACE]) &&
+                (fields[PK_SOURCE] == Py_None || PyUnicode_CheckExact(fields[PK_SOURCE]));
+    for (Py_ssize_t i = 0; plain && i < PyList_GET_SIZE(names); i++)
+        plain = PyUnicode_CheckExact(PyList_GET_ITEM(names, i));
+    PyObject *held = PyList_AsTuple(names);
+    Py_DECREF(names);
+    if (held == NULL) return NULL;
+    kind = PyTuple_Pack(5, fields[PK_TYPE], fields[PK_SOURCE], fields[PK_NAMESPACE],
+                        fields[PK_ORIGIN], held);
+    Py_DECREF(held);
+    *code = own_code;
+    if (kind == NULL || !plain) goto own;
+    PyObject *known = PyDict_GetItemWithError(codes, kind);
+    if (known == NULL && PyErr_Occurred()) goto fail;
+    if (known == NULL && PyList_GET_SIZE(kinds) < kinds_max) {
+        PyObject *next = PyLong_FromSsize_t(PyList_GET_SIZE(kinds));
+        int failed = next == NULL || PyDict_SetItem(codes, kind, next) < 0 ||
+                     PyList_Append(kinds, kind) < 0;
+        Py_XDECREF(next);
+        if (failed) goto fail;
+        known = next; /* held by codes */
+    }
+    if (known != NULL) {
+        *code = PyLong_AsSsize_t(known);
+        if (*code == -1 && PyErr_Occurred()) goto fail;
+        PyObject *shared = PySequence_GetItem(kinds, *code); /* kinds[code], the one kept */
+        Py_DECREF(kind);
+        return shared;
+    }
+own:
+    if (kind != NULL) { /* (*kind[:4], None) */
+        Py_SETREF(kind, PyTuple_Pack(5, fields[PK_TYPE], fields[PK_SOURCE], fields[PK_NAMESPACE],
+                                     fields[PK_ORIGIN], Py_None));
+    }
+    return kind;
+fail:
+    Py_DECREF(kind);
+    return NULL;
+}
+
+/* The row's fields after its kind when every optional field is its default (identically) and
+ * updated_at is created_at: (memory_id, content, cues, stamp, metadata, ()); NULL without an
+ * error for any other record (recordtable._packed writes its fields). */
+static PyObject *default_fields(PyObject **fields, Py_ssize_t count, PyObject *defaults,
+                                int shared) {
+    if (fields[PK_UPDATED] != fields[PK_CREATED] || !PyDict_CheckExact(fields[PK_METADATA]))
+        return NULL;
+    for (Py_ssize_t i = PK_EXTRA; i < count; i++)
+        if (fields[i] != PyTuple_GET_ITEM(defaults, i - PK_EXTRA)) return NULL;
+    PyObject *stamp = whole_stamp(fields[PK_CREATED]), *cues = NULL, *metadata = NULL;
+    PyObject *packed = NULL, *none = NULL;
+    if (stamp != NULL && (cues = interned_cues(fields[PK_CUES])) != NULL &&
+        (metadata = metadata_values(fields[PK_METADATA], shared)) != NULL &&
+        (none = PyTuple_New(0)) != NULL)
+        packed = PyTuple_Pack(6, fields[PK_ID], fields[PK_CONTENT], cues, stamp, metadata, none);
+    Py_XDECREF(stamp);
+    Py_XDECREF(cues);
+    Py_XDECREF(metadata);
+    Py_XDECREF(none);
+    return packed;
+}
+
+/* The packed row of ``record`` from its ``fields``: (kind, code, *fields after the kind). */
+static PyObject *packed_of_fields(PyObject **fields, Py_ssize_t count, PyObject *layout,
+                                  PyObject *packed_fn, PyObject *codes, PyObject *kinds,
+                                  Py_ssize_t kinds_max, PyObject *record) {
+    Py_ssize_t code, own_code = PyLong_AsSsize_t(PyTuple_GET_ITEM(layout, 2));
+    if (own_code == -1 && PyErr_Occurred()) return NULL;
+    PyObject *kind = row_kind(fields, codes, kinds, kinds_max, own_code, &code), *rest;
+    if (kind == NULL) return NULL;
+    rest = default_fields(fields, count, PyTuple_GET_ITEM(layout, 1),
+                          PyTuple_GET_ITEM(kind, 4) != Py_None);
+    if (rest == NULL && !PyErr_Occurred()) { /* (memory_id, content, cues, kind, stamp, ...) */
+        PyObject *all = PyObject_CallFunctionObjArgs(packed_fn, record, kind, NULL);
+        if (all != NULL && (!PyTuple_CheckExact(all) || PyTuple_GET_SIZE(all) != 7))
+            PyErr_SetString(PyExc_TypeError, "packed_row: _packed must return 7 fields");
+        else if (all != NULL)
+            rest = PyTuple_Pack(6, PyTuple_GET_ITEM(all, 0), PyTuple_GET_ITEM(all, 1),
+                                PyTuple_GET_ITEM(all, 2), PyTuple_GET_ITEM(all, 4),
+                                PyTuple_GET_ITEM(all, 5), PyTuple_GET_ITEM(all, 6));
+        Py_XDECREF(all);
+    }
+    PyObject *row = NULL, *number = rest == NULL ? NULL : PyLong_FromSsize_t(code);
+    if (number != NULL) {
+        row = PyTuple_New(8);
+        if (row != NULL) {
+            PyTuple_SET_ITEM(row, 0, Py_NewRef(kind));
+            PyTuple_SET_ITEM(row, 1, Py_NewRef(number));
+            for (Py_ssize_t i = 0; i < 6; i++)
+                PyTuple_SET_ITEM(row, 2 + i, Py_NewRef(PyTuple_GET_ITEM(rest, i)));
+        }
+    }
+    Py_DECREF(kind);
+    Py_XDECREF(rest);
+    Py_XDECREF(number);
+    return row;
+}
+
+/* packed_row(layout, reference, packed, record, codes, kinds, room):
+ * recordtable._py_packed_row, ``(kind, code, memory_id, content, cues, stamp, metadata,
+ * extra)``; ``room``: the kinds a table shares. ``layout``: the field names
+ * (recordtable._ROW_FIELDS), the defaults of the optional ones and the code of a kind of its
+ * own; ``reference(record, codes, kinds, room)`` for a record without all its fields in its
+ * __dict__, ``packed(record, kind)`` (recordtable._packed) for one with a field past its
+ * default. */
+static PyObject *textc_packed_row(PyObject *self, PyObject *args) {
+    PyObject *layout, *reference, *packed_fn, *record, *codes, *kinds, *room, *names, *defaults;
+    if (!PyArg_ParseTuple(args, "O!OOOO!O!O!:packed_row", &PyTuple_Type, &layout, &reference,
+                          &packed_fn, &record, &PyDict_Type, &codes, &PyList_Type, &kinds,
+                          &PyLong_Type, &room))
+        return NULL;
+    Py_ssize_t kinds_max = PyLong_AsSsize_t(room);
+    if (kinds_max == -1 && PyErr_Occurred()) return NULL;
+    if (PyTuple_GET_SIZE(layout) != 3 || !PyTuple_Check(names = PyTuple_GET_ITEM(layout, 0)) ||
+        !PyTuple_Check(defaults = PyTuple_GET_ITEM(layout, 1)) ||
+        PyTuple_GET_SIZE(names) != PK_EXTRA + PyTuple_GET_SIZE(defaults) ||
+        PyTuple_GET_SIZE(names) > PK_MAX_FIELDS) {
+        PyErr_SetString(PyExc_ValueError, "packed_row: layout must be recordtable._LAYOUT");
+        return NULL;
+    }
+    PyObject *values = PyObject_GenericGetDict(record, NULL), *fields[PK_MAX_FIELDS], *row = NULL;
+    Py_ssize_t count = PyTuple_GET_SIZE(names), held = 0;
+    if (values == NULL || !PyDict_CheckExact(values)) { /* not a plain dataclass instance */
+        Py_XDECREF(values);
+        PyErr_Clear();
+        return PyObject_CallFunctionObjArgs(reference, record, codes, kinds, room, NULL);
+    }
+    for (; held < count; held++) {
+        fields[held] = PyDict_GetItemWithError(values, PyTuple_GET_ITEM(names, held));
+        if (fields[held] == NULL) break;
+        Py_INCREF(fields[held]); /* kept while Python code (hashes, _packed) runs */
+    }
+    if (held < count) {
+        if (!PyErr_Occurred())
+            row = PyObject_CallFunctionObjArgs(reference, record, codes, kinds, room, NULL);
+    } else if (!PyDict_CheckExact(fields[PK_METADATA])) { /* names read by iterating it */
+        row = PyObject_CallFunctionObjArgs(reference, record, codes, kinds, room, NULL);
+    } else {
+        row = packed_of_fields(fields, count, layout, packed_fn, codes, kinds, kinds_max, record);
+    }
+    while (held > 0) Py_DECREF(fields[--held]);
+    Py_DECREF(values);
+    return row;
+}
+
+/* ---------------------------------------------------------------------------------------- */
 /* Explaining a hit: the first member it carries of each concept (ranking._py_firsts). */
 
 /* The entries (ints) of a hit's concept members, in a buffer that starts on the stack. */
@@ -3171,6 +3636,8 @@ static PyMethodDef methods[] = {
     {"flush_postings", textc_flush_postings, METH_VARARGS, "index.NamespaceIndex.flush's postings."},
     {"id_slot", textc_id_slot, METH_VARARGS, "keytables._id_slot."},
     {"digest_slot", textc_digest_slot, METH_VARARGS, "keytables._digest_slot."},
+    {"record_rows", textc_record_rows, METH_VARARGS, "store._py_record_rows."},
+    {"packed_row", textc_packed_row, METH_VARARGS, "recordtable._py_packed_row."},
     {"firsts", textc_firsts, METH_VARARGS, "ranking._py_firsts."},
     {"members", textc_members, METH_O, "ranking._py_members."},
     {"lend", textc_lend, METH_VARARGS, "core._py_lend."},

@@ -11,6 +11,7 @@ so ranking many candidates builds no records.
 
 Example:
     >>> from datetime import datetime, timezone
+from functools import partial
     >>> t = datetime(2026, 1, 2, tzinfo=timezone.utc)
     >>> table = RecordTable()
     >>> table[7] = MemoryRecord(memory_id="m1", content="The API uses port 8001", created_at=t,
@@ -23,9 +24,10 @@ from __future__ import annotations
 
 import sys
 from array import array
-from collections.abc import Container, Iterable, Iterator, MutableMapping
+from collections.abc import Callable, Container, Iterable, Iterator, MutableMapping
 from dataclasses import MISSING, fields
 from datetime import datetime, timezone
+from functools import partial
 from itertools import chain, compress, repeat
 from operator import is_not, itemgetter
 from struct import Struct
@@ -277,11 +279,13 @@ _KINDS_SHARED = 4096  # distinct kinds a table shares (past that, as when every 
 # sharing would save nothing: a row keeps its own)
 
 
-def _kind(record: MemoryRecord, codes: dict[Kind, int], kinds: list[Kind]) -> tuple[Kind, int]:
+def _kind(
+    record: MemoryRecord, codes: dict[Kind, int], kinds: list[Kind], room: int
+) -> tuple[Kind, int]:
     """The row's ``kind`` of ``record`` and its code: the equal one of ``kinds`` and its
-    position there (added if there is room; ``codes`` maps each to its position). A kind that
-    is not shared (one holding a str subclass, equal to a plain string's, or past the table's
-    room) has the code :data:`_OWN_KIND` and None for the metadata names: its row keeps them
+    position there (added if there are fewer than ``room``; ``codes`` maps each to its
+    position). A kind that is not shared (one holding a str subclass, equal to a plain
+    string's, or past the table's room) has the code :data:`_OWN_KIND` and None for the metadata names: its row keeps them
     beside the values in a flat tuple, as a kind of its own holding them would cost more than
     it saves."""
     names = tuple(record.metadata)
@@ -289,7 +293,7 @@ def _kind(record: MemoryRecord, codes: dict[Kind, int], kinds: list[Kind]) -> tu
     plain = type(record.namespace) is str and type(record.source) in _PLAIN
     if plain and {str}.issuperset(map(type, names)):  # every name an exact str, seen in C
         code = codes.get(kind)
-        if code is None and len(kinds) < _KINDS_SHARED:
+        if code is None and len(kinds) < room:
             code = codes[kind] = len(kinds)
             kinds.append(kind)
         if code is not None:
@@ -299,6 +303,36 @@ def _kind(record: MemoryRecord, codes: dict[Kind, int], kinds: list[Kind]) -> tu
 
 _OWN_KIND = 0xFFFF  # the kind code of a row whose kind is not shared (more than _KINDS_SHARED)
 _PLAIN = (str, type(None))
+
+PackedRow = tuple[Kind, int, str, str, tuple[str, ...], "float | datetime", Any, tuple[Any, ...]]
+
+
+def _py_packed_row(
+    record: MemoryRecord, codes: dict[Kind, int], kinds: list[Kind], room: int
+) -> PackedRow:
+    """``(kind, code, memory_id, content, cues, stamp, metadata, extra)`` of ``record``'s row:
+    :func:`_kind` (``room``: the kinds a table shares) and :func:`_packed`. The reference of
+    ``_textc.packed_row``."""
+    kind, code = _kind(record, codes, kinds, room)
+    memory_id, content, given, _, stamp, metadata, extra = _packed(record, kind)
+    return kind, code, memory_id, content, given, stamp, metadata, extra
+
+
+# What _textc.packed_row reads: the record's fields it needs (its kind's, then the row's, then
+# those of _EXTRA_DEFAULTS), their defaults and the code of a kind of its own
+_ROW_FIELDS = ("metadata", "type", "source", "namespace", "cue_origin", "memory_id", "content",
+               "cues", "created_at", "updated_at", *_EXTRA_NAMES)  # fmt: skip
+_LAYOUT = (_ROW_FIELDS, _EXTRA_VALUES, _OWN_KIND)
+
+# :func:`_py_packed_row` in one C call when the text extension is there: it writes the row of
+# a new memory whose optional fields are all their defaults (bulk ingest's) and calls _packed
+# for the others; the kind, the interned cues, the stamp and the metadata values were a dozen
+# Python calls, ~2 us a memory
+_packed_row: Callable[[MemoryRecord, dict[Kind, int], list[Kind], int], PackedRow] = (
+    _py_packed_row
+    if _textc is None
+    else partial(_textc.packed_row, _LAYOUT, _py_packed_row, _packed)
+)
 
 
 def _flat(metadata: dict[str, JSONValue]) -> tuple[Any, ...] | None:
@@ -594,8 +628,9 @@ class RecordTable(MutableMapping[int, MemoryRecord]):
         Returns:
             The record's cues as interned strings, for the index to share: read back from
             the row, its own cues would be new string objects."""
-        kind, code = _kind(record, self._kind_codes, self._kinds)
-        memory_id, content, given, _, stamp, metadata, extra = _packed(record, kind)
+        kind, code, memory_id, content, given, stamp, metadata, extra = _packed_row(
+            record, self._kind_codes, self._kinds, _KINDS_SHARED
+        )
         ids = self._ids
         if not 0 <= seq < len(ids):
             self._grow(seq)
@@ -616,7 +651,7 @@ class RecordTable(MutableMapping[int, MemoryRecord]):
         self._set_held(self._own_kinds, seq, kind if code == _OWN_KIND else None)
         self._set_held(self._extra, seq, extra or None)
         self._recent.pop(seq, None)
-        return given  # type: ignore[no-any-return]  # _packed's: the interned cue tuple
+        return given  # the interned cue tuple
 
     def _set_metadata(self, seq: int, metadata: Any) -> None:
         column = self._metadata

@@ -29,6 +29,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from .errors import StoreError
 from .records import JSONValue, MemoryRecord
+from .text import _C as _textc
 
 __all__ = ["MIGRATIONS", "SQLiteStore", "SessionStore", "SharedStore", "Store", "open_store"]
 
@@ -281,6 +282,26 @@ def record_to_row(record: MemoryRecord) -> tuple[Any, ...]:
     )  # fmt: skip
 
 
+def _py_record_rows(records: Sequence[MemoryRecord]) -> list[tuple[Any, ...]]:
+    """The rows of ``records`` (:func:`record_to_row` of each): the reference of
+    ``_textc.record_rows``, which is used when the text extension is there."""
+    return [record_to_row(record) for record in records]
+
+
+def _c_record_rows(records: Sequence[MemoryRecord]) -> list[tuple[Any, ...]]:
+    """:func:`_py_record_rows` in one C call for a batch (``_textc.record_rows``): the row's
+    JSON, timestamps and NULL markers were ~5 us a memory of Python calls, ~4 % of bulk ingest.
+    It writes the plain cases itself and calls the Python functions passed for the rest."""
+    return _textc.record_rows(  # type: ignore[no-any-return]
+        records, _COLUMNS, record_to_row, _json_strings, _metadata_json
+    )
+
+
+record_rows: Callable[[Sequence[MemoryRecord]], list[tuple[Any, ...]]] = (
+    _py_record_rows if _textc is None else _c_record_rows
+)
+
+
 def row_to_record(row: Sequence[Any]) -> tuple[int, MemoryRecord]:
     """``(seq, record)`` from a ``_SELECT`` row; validates like any other input."""
     values = dict(zip(_COLUMNS, row[1:], strict=True))
@@ -428,7 +449,7 @@ class SQLiteStore:
         by row, which names the failing memory as before."""
         if not records:
             return []
-        rows = [record_to_row(record) for record in records]
+        rows = record_rows(records)
         try:
             with self.atomic():
                 first = self._next_seq()
