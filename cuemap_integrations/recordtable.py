@@ -11,7 +11,6 @@ so ranking many candidates builds no records.
 
 Example:
     >>> from datetime import datetime, timezone
-from functools import partial
     >>> t = datetime(2026, 1, 2, tzinfo=timezone.utc)
     >>> table = RecordTable()
     >>> table[7] = MemoryRecord(memory_id="m1", content="The API uses port 8001", created_at=t,
@@ -285,9 +284,9 @@ def _kind(
     """The row's ``kind`` of ``record`` and its code: the equal one of ``kinds`` and its
     position there (added if there are fewer than ``room``; ``codes`` maps each to its
     position). A kind that is not shared (one holding a str subclass, equal to a plain
-    string's, or past the table's room) has the code :data:`_OWN_KIND` and None for the metadata names: its row keeps them
-    beside the values in a flat tuple, as a kind of its own holding them would cost more than
-    it saves."""
+    string's, or past the table's room) has the code :data:`_OWN_KIND` and None for the
+    metadata names: its row keeps them beside the values in a flat tuple, as a kind of its own
+    holding them would cost more than it saves."""
     names = tuple(record.metadata)
     kind = (record.type, record.source, record.namespace, record.cue_origin, names)
     plain = type(record.namespace) is str and type(record.source) in _PLAIN
