@@ -8,8 +8,8 @@ parameterised SQL only, JSON for structured columns, never pickle.
 
 Example:
     >>> with SQLiteStore(":memory:") as store:
-    ...     store.schema_version
-    1
+    ...     store.schema_version == len(MIGRATIONS)
+    True
 """
 
 from __future__ import annotations
