@@ -715,8 +715,8 @@ def _bounds(
     block = max(2 * k, k + 16)
     found = kernel.bounds(view, cand, evidence, tag_only, _ranking(view, scorer, None), block)
     kth = _kth_of(found.best, k, admitted, len(found.best.seqs) < block or block >= len(cand))
-    if kth is None:  # too few admitted among the best: _compiled_kth looks further
-        kth = _compiled_kth(view, cand, found.lower, k, admitted, tag_only)
+    if kth is None:  # too few admitted among the best: _compiled_kth looks further on
+        kth = _compiled_kth(view, cand, found.lower, k, admitted, tag_only, block * 4)
     return _Bounds(found.prior, found.lower, kth)
 
 
@@ -1224,15 +1224,17 @@ def _compiled_top(cand: Any, key: Any, skip: Any = None) -> bool:
 
 
 def _compiled_kth(
-    view: ArrayView, cand: Any, lower: Any, k: int, admitted: Callable[[int], bool], skip: Any
-) -> float:
+    view: ArrayView, cand: Any, lower: Any, k: int, admitted: Callable[[int], bool], skip: Any,
+    block: int = 0,
+) -> float:  # fmt: skip
     """:func:`_kth` by the kernel: it orders the best block (:func:`kernel.top`), Python asks
     only those few whether they are admitted; the same value, that of the k-th admitted
-    candidate in the order by ``(-lower, seq)``."""
+    candidate in the order by ``(-lower, seq)``. ``block``: the first block's size, when a
+    caller has already asked a smaller one (0: the usual first size)."""
     np = _np()
     cand, lower = np.ascontiguousarray(cand), np.ascontiguousarray(lower)
     skip = None if skip is None else np.ascontiguousarray(skip)
-    block = max(2 * k, k + 16)
+    block = block or max(2 * k, k + 16)
     while True:
         best = kernel.top(view, cand, lower, block, skip)
         kth = _kth_of(best, k, admitted, len(best.seqs) < block or block >= len(cand))
