@@ -40,10 +40,10 @@ if TYPE_CHECKING:
 __all__ = [
     "ABI_VERSION", "Bounds", "Floor", "KernelError", "KernelSums", "Kept", "Ranking", "RawEvidence",
     "Refine", "Scratch", "Top", "accumulate", "available", "bounds", "describe", "enabled",
-    "evidence", "keep", "load", "rank", "top", "union_size",
+    "evidence", "keep", "load", "priors", "rank", "top", "union_size",
 ]  # fmt: skip
 
-ABI_VERSION = 11  # the argument layout _kernel.c implements (its ABI_VERSION)
+ABI_VERSION = 12  # the argument layout _kernel.c implements (its ABI_VERSION)
 # Every memory the lists reach is summed this many sequence numbers at a time (all lists for
 # one block, then the next; the same floats): a block's 32-byte cells, lengths and seq -> slot
 # entries (400 KB) stay in a core's L2 cache here (2 MB) while each list adds to them. CPU ms
@@ -113,6 +113,8 @@ def _declared(lib: Any) -> Any:
     lib.cm_bounds.restype = i64
     lib.cm_keep.argtypes = [i64, *[ptr] * 4, i64, *[ptr] * 5]
     lib.cm_keep.restype = i64
+    lib.cm_priors.argtypes = [i64, ptr, i64, *[ptr] * 3, i64, ptr, ptr]
+    lib.cm_priors.restype = i64
     return lib
 
 
@@ -532,6 +534,27 @@ def rank(view: ArrayView, slots: Any, evidence: Any, skip: Any, by: Ranking, m: 
     return _top(seqs, keys, found)
 
 
+def priors(view: ArrayView, slots: Any, by: Ranking) -> Any:
+    """Each row's prior (float64, one per slot of ``slots``, int64), as :func:`rank` and
+    :func:`bounds` compute it (``by.prior_max`` and ``by.cut`` are not read): for
+    ``arrays._priors``, so that the NumPy path and the kernel take the same floats.
+
+    Raises:
+        KernelError: a slot outside the view, or a type code without a bonus.
+    """
+    n, params = len(slots), _params(by)
+    prior = view.scratch().np.empty(n)
+    _, updated, type_code = view.scratch().prior_addresses(view)
+    _checked(
+        _library().cm_priors(
+            n, _address(slots, "<i8"), _prior_size(view), updated, type_code,
+            _address(by.type_bonus, "<f8"), len(by.type_bonus), params.buffer_info()[0],
+            _data(prior),
+        )
+    )  # fmt: skip
+    return prior
+
+
 class Bounds(NamedTuple):
     """What :func:`bounds` found: each row's prior and lower bound (float64 arrays, in row
     order), and the best rows by lower bound."""
@@ -575,11 +598,9 @@ def _scored(
     n = len(slots)
     if len(evidence) != n or len(skip) != n:
         raise KernelError(f"{n} slots but {len(evidence)} evidence values, {len(skip)} flags")
-    size = _view_size(view)
-    if len(view.updated) < size or len(view.type_code) < size:
-        raise KernelError(f"{size} memories but shorter per-slot arrays")
     return (
-        n, _address(evidence, "<f8"), _address(skip, "|b1"), _address(slots, "<i8"), size,
+        n, _address(evidence, "<f8"), _address(skip, "|b1"), _address(slots, "<i8"),
+        _prior_size(view),
         *view.scratch().prior_addresses(view), _address(by.type_bonus, "<f8"),
         len(by.type_bonus), params.buffer_info()[0],
     )  # fmt: skip
@@ -668,6 +689,14 @@ def _view_size(view: ArrayView) -> int:
     if len(view.seq_at) < view.size:
         raise KernelError(f"{view.size} memories but a shorter slot -> seq map")
     return int(view.size)
+
+
+def _prior_size(view: ArrayView) -> int:
+    """The view's memories, once the arrays a prior reads are sure to hold that many."""
+    size = _view_size(view)
+    if len(view.updated) < size or len(view.type_code) < size:
+        raise KernelError(f"{size} memories but shorter per-slot arrays")
+    return size
 
 
 def _slots(view: ArrayView, scratch: Scratch) -> int:

@@ -917,6 +917,33 @@ def test_rank_orders_by_the_numpy_scores_bit_for_bit(
     assert (list(best.seqs), list(best.keys)) == (seqs[:m], ordered[:m])
 
 
+@pytest.mark.parametrize("days", [-1.0, 0.5, 5.25, 8.21875, 40.0, 399.0])
+def test_the_numpy_paths_priors_are_libms_exp2_of_each_row_bit_for_bit(
+    viewed: tuple[CueMap, arrays.ArrayView], days: float
+) -> None:
+    """arrays._priors takes the kernel's prior (cm_priors) whenever the kernel is built, so its
+    floats are those of cm_rank and cm_bounds on any CPU: the reference is each row's prior in
+    Python with math.exp2 (libm's, as C's). NumPy's own exp2 on an AVX-512 CPU differed by an
+    ulp on ~5% of inputs, and the differential test of cm_rank found a row ranked apart by it."""
+    _, view = viewed
+    np = arrays._np()
+    scorer = _scorer(view, 0.2, 0.1, days)
+    slots = np.arange(view.size, dtype=np.int64)
+    bonus = [scorer.type_bonus.get(name, 0.0) for name in view.type_codes]
+    expected = [
+        math.exp2(max(scorer.now_ts - view.updated[slot], 0.0) * -scorer.per_second)
+        * scorer.w_recency + bonus[view.type_code[slot]]
+        for slot in range(view.size)
+    ]  # fmt: skip
+    assert len(set(bonus)) > 1  # several type bonuses: the per-slot read of the type code
+    assert arrays._priors(view, slots, scorer).tolist() == expected
+    none = np.zeros(view.size)
+    bounds = kernel.bounds(
+        view, slots, none, none.astype(bool), arrays._ranking(view, scorer, None), 0
+    )
+    assert bounds.prior.tolist() == expected  # cm_bounds: the same function
+
+
 @settings(
     max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
