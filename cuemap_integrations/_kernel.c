@@ -17,7 +17,7 @@
 
 /* The layout of every argument below: kernel.py refuses a library reporting another one (a
  * stale build next to newer sources). Raise it with any change to an argument or descriptor. */
-#define ABI_VERSION 12
+#define ABI_VERSION 13
 
 int64_t cm_abi_version(void) { return ABI_VERSION; }
 
@@ -80,6 +80,19 @@ typedef struct {
 typedef struct {
     double w_session, cap, only;
 } Evidence;
+
+/* The view's seq -> slot map: slot_by_seq (n_seqs entries, -1: no slot), or, when base >= 0,
+ * slot = seq - base for every seq below n_seqs (the view gave its slots in seq order from
+ * base, arrays.ArrayView.seq_base: then slot_by_seq holds just that, and is not read). */
+typedef struct {
+    const int64_t *slot_by_seq;
+    int64_t n_seqs, base;
+} SeqMap;
+
+/* The slot of a seq below map->n_seqs (negative: none). */
+static inline int64_t slot_of(const SeqMap *map, int64_t seq) {
+    return map->base >= 0 ? seq - map->base : map->slot_by_seq[seq];
+}
 
 static int64_t seq_at(const void *seqs, int64_t width, int64_t i) {
     return width == 4 ? (int64_t)((const int32_t *)seqs)[i] : ((const int64_t *)seqs)[i];
@@ -197,12 +210,12 @@ static uint64_t *seq_marks(int64_t n, const int64_t *seqs, int64_t n_seqs) {
  * so its missing slot is not reported here (as probing never reported it). Returns 0, or a
  * negative code. */
 static int64_t add_marked(Scratch *s, const List *l, int64_t count, const uint64_t *marks,
-                          const int64_t *slot_by_seq, int64_t n_seqs, const double *length) {
+                          const SeqMap *map, const double *length) {
     for (int64_t i = 0; i < count; i++) {
         int64_t seq = seq_at(l->seqs, l->width, i);
-        if (seq < 0 || seq >= n_seqs) return E_SEQ;
+        if (seq < 0 || seq >= map->n_seqs) return E_SEQ;
         if (!(marks[seq >> 6] & (UINT64_C(1) << (seq & 63)))) continue;
-        int64_t slot = slot_by_seq[seq];
+        int64_t slot = slot_of(map, seq);
         if (slot < 0 || slot >= s->size) return E_SLOT;
         add_posting(s, l, i, seq, slot, length);
     }
@@ -227,22 +240,25 @@ static int64_t add_marked(Scratch *s, const List *l, int64_t count, const uint64
  * kernel time x0.84-0.90 at 300k memories, x0.77-0.82 at 1M (benchmarks/kernel_ab.py). The
  * gain is add_posting's, written out again with the constants: calling it (forced inline,
  * with the constants) measured x1.07-1.20 slower, with the prefetch a function too, the
- * compiler then laying the loop out worse. */
+ * compiler then laying the loop out worse. `direct` (a constant too): the map's base is set,
+ * a slot is its seq less the base, and the seq -> slot map is neither read nor prefetched. */
 static inline __attribute__((always_inline)) int64_t
 dense_run(Scratch *s, int64_t touched, const List *l, int64_t *at, int64_t count, int64_t stop,
-          const int64_t *slot_by_seq, int64_t n_seqs, const double *length, const int width,
-          const int term, const int vtype) {
+          const SeqMap *map, const double *length, const int width, const int term,
+          const int vtype, const int direct) {
     int64_t i = *at;
     const double *ld = l->ld;
     const int32_t mark = l->list + 1;
+    const int64_t *slot_by_seq = map->slot_by_seq, n_seqs = map->n_seqs, base = map->base;
     for (; i < count; i++) {
-        if (i + 2 * DENSE_AHEAD < count) {
+        if (!direct && i + 2 * DENSE_AHEAD < count) {
             int64_t ahead = seq_at(l->seqs, width, i + 2 * DENSE_AHEAD);
             if (ahead >= 0 && ahead < n_seqs) __builtin_prefetch(slot_by_seq + ahead);
         }
         if (i + DENSE_AHEAD < count) {
             int64_t ahead = seq_at(l->seqs, width, i + DENSE_AHEAD);
-            int64_t to = ahead >= 0 && ahead < n_seqs ? slot_by_seq[ahead] : -1;
+            int64_t to = direct ? ahead - base
+                                : (ahead >= 0 && ahead < n_seqs ? slot_by_seq[ahead] : -1);
             if (to >= 0 && to < s->size) {
                 __builtin_prefetch(s->cells + to, 1);
                 if (term) __builtin_prefetch(length + to);
@@ -251,7 +267,7 @@ dense_run(Scratch *s, int64_t touched, const List *l, int64_t *at, int64_t count
         int64_t seq = seq_at(l->seqs, width, i);
         if (seq >= stop) break;
         if (seq < 0 || seq >= n_seqs) return E_SEQ;
-        int64_t slot = slot_by_seq[seq];
+        int64_t slot = direct ? seq - base : slot_by_seq[seq];
         if (slot < 0 || slot >= s->size) return E_SLOT;
         Cell *c = s->cells + slot;
         if (c->mark == mark) continue; /* a concept counts a memory once */
@@ -268,13 +284,13 @@ dense_run(Scratch *s, int64_t touched, const List *l, int64_t *at, int64_t count
 }
 
 #define DENSE(W, T, V)                                                                         \
-    dense_run(s, touched, l, at, count, stop, slot_by_seq, n_seqs, length, W, T, V)
+    (direct ? dense_run(s, touched, l, at, count, stop, map, length, W, T, V, 1)               \
+            : dense_run(s, touched, l, at, count, stop, map, length, W, T, V, 0))
 
-/* dense_run for list l's kind of list. */
+/* dense_run for list l's kind of list and the map's kind. */
 static int64_t add_dense(Scratch *s, int64_t touched, const List *l, int64_t *at, int64_t count,
-                         int64_t stop, const int64_t *slot_by_seq, int64_t n_seqs,
-                         const double *length) {
-    int wide = l->width == 8;
+                         int64_t stop, const SeqMap *map, const double *length) {
+    int wide = l->width == 8, direct = map->base >= 0;
     if (!l->term) return wide ? DENSE(8, 0, VAL_NONE) : DENSE(4, 0, VAL_NONE);
     switch (l->vtype) {
     case VAL_U8: return wide ? DENSE(8, 1, VAL_U8) : DENSE(4, 1, VAL_U8);
@@ -310,8 +326,8 @@ static int64_t first_left(const int64_t *member_ints, int64_t n_members, const i
  * Returns how many slots are reached, or a negative code. */
 static int64_t add_blocked(Scratch *s, int64_t n_lists, int64_t n_members,
                            const int64_t *list_ints, const double *list_doubles, const double *w,
-                           const int64_t *member_ints, const int64_t *slot_by_seq,
-                           int64_t n_seqs, const double *length, int64_t block) {
+                           const int64_t *member_ints, const SeqMap *map, const double *length,
+                           int64_t block) {
     int64_t touched = 0;
     if (block < 1) return E_TYPE;
     int64_t *next = calloc((size_t)(n_members > 0 ? n_members : 1), sizeof *next);
@@ -319,10 +335,11 @@ static int64_t add_blocked(Scratch *s, int64_t n_lists, int64_t n_members,
     while (touched >= 0) {
         int64_t low = first_left(member_ints, n_members, next), stop;
         if (low == INT64_MAX) break; /* every posting added */
-        if (low < 0 || low >= n_seqs) {
+        if (low < 0 || low >= map->n_seqs) {
             touched = E_SEQ;
             break;
         }
+        int64_t n_seqs = map->n_seqs;
         stop = low < n_seqs - block ? low + block : n_seqs; /* a block from the lowest seq left */
         const int64_t *mi = member_ints;
         int64_t at = 0;
@@ -331,8 +348,8 @@ static int64_t add_blocked(Scratch *s, int64_t n_lists, int64_t n_members,
             const double *ld = list_doubles + l * LIST_DOUBLES;
             for (int64_t m = 0; m < li[L_MEMBERS] && touched >= 0; m++, mi += MEMBER_INTS) {
                 List list = list_of((int32_t)l, li, ld, w, mi);
-                touched = add_dense(s, touched, &list, next + at++, mi[M_COUNT], stop,
-                                    slot_by_seq, n_seqs, length);
+                touched = add_dense(s, touched, &list, next + at++, mi[M_COUNT], stop, map,
+                                    length);
             }
         }
     }
@@ -541,8 +558,8 @@ typedef struct {
 static int64_t add_candidates(Scratch *s, int64_t first, int64_t n_lists,
                               const int64_t *list_ints, const double *list_doubles,
                               const double *w, const int64_t *member_ints,
-                              const int64_t *slot_by_seq, int64_t n_seqs, const double *length,
-                              Cand *c, const Refine *r, const Evidence *e) {
+                              const SeqMap *map, const double *length, Cand *c,
+                              const Refine *r, const Evidence *e) {
     const int64_t *mi = member_ints;
     double last = r->base && r->from < n_lists ? r->rest[r->from] : 0.0; /* the checked rest */
     uint64_t *marks = NULL; /* the candidates' seqs, made for the first member read whole */
@@ -562,12 +579,12 @@ static int64_t add_candidates(Scratch *s, int64_t first, int64_t n_lists,
                 probe_batched(s, &list, count, c->n, c->slots, c->seqs, length);
             } else if (count > 8 * c->n) {
                 probe_member(s, &list, count, c->n, c->slots, c->seqs, length);
-            } else if (!marks && !(marks = seq_marks(c->n, c->seqs, n_seqs))) {
+            } else if (!marks && !(marks = seq_marks(c->n, c->seqs, map->n_seqs))) {
                 code = E_MEMORY;
             } else {
                 /* the candidates refining dropped since the marks were made are still marked:
                  * their cells get sums no one reads (they are not emitted), as before */
-                code = add_marked(s, &list, count, marks, slot_by_seq, n_seqs, length);
+                code = add_marked(s, &list, count, marks, map, length);
             }
         }
     }
@@ -600,8 +617,7 @@ static void keep_only(Scratch *s, int64_t n, const int64_t *slots) {
  * refining); with `resume`, first reset every other reached cell (keep_only). Returns 0, or a
  * negative code (a slot that is not its seq's). */
 static int64_t take_candidates(Scratch *s, int64_t n, const int64_t *slots, const int64_t *seqs,
-                               const int64_t *slot_by_seq, int64_t n_seqs, const Refine *r,
-                               int resume, Cand *c) {
+                               const SeqMap *map, const Refine *r, int resume, Cand *c) {
     size_t rows = (size_t)(n > 0 ? n : 1);
     c->n = n;
     c->slots = malloc(rows * sizeof *c->slots);
@@ -615,12 +631,13 @@ static int64_t take_candidates(Scratch *s, int64_t n, const int64_t *slots, cons
     }
     if (resume) keep_only(s, n, slots);
     for (int64_t i = 0; i < n; i++) {
-        if (i + ROW_AHEAD < n) {
+        if (map->base < 0 && i + ROW_AHEAD < n) {
             int64_t ahead = seqs[i + ROW_AHEAD];
-            if (ahead >= 0 && ahead < n_seqs) __builtin_prefetch(slot_by_seq + ahead);
+            if (ahead >= 0 && ahead < map->n_seqs) __builtin_prefetch(map->slot_by_seq + ahead);
         }
         int64_t slot = slots[i], seq = seqs[i];
-        if (slot < 0 || slot >= s->size || seq < 0 || seq >= n_seqs || slot_by_seq[seq] != slot)
+        if (slot < 0 || slot >= s->size || seq < 0 || seq >= map->n_seqs ||
+            slot_of(map, seq) != slot)
             return E_SLOT;
         s->bits[slot >> 6] |= UINT64_C(1) << (slot & 63);
         c->slots[i] = slot, c->seqs[i] = seq, c->base[i] = r->base ? r->base[i] : 0.0;
@@ -651,15 +668,18 @@ static int64_t take_candidates(Scratch *s, int64_t n, const int64_t *slots, cons
  * (the candidates among its slots); every other cell is reset, the candidates keep their sums
  * and only lists resume.. are added to them, in the same order: the same floats as summing
  * every list for them, without reading the first lists again (arrays.py _compiled_narrowed).
+ *
+ * seq_base >= 0: slot = seq - seq_base for every seq (see SeqMap), slot_by_seq is not read.
  */
 int64_t cm_accumulate(int64_t n_lists, const int64_t *list_ints, const double *list_doubles,
                       const int64_t *member_ints, const int64_t *slot_by_seq, int64_t n_seqs,
-                      int64_t block, const double *length, const double *weights, int64_t size,
-                      Cell *cells, uint64_t *bits, int64_t n_cand, const int64_t *cand_slots,
-                      const int64_t *cand_seqs, const double *cand_base, const double *rest,
-                      double cut, int64_t refine_from, int64_t hold, int64_t resume,
-                      double floor_cut, double prior_max, int64_t *o_slots, double *o_evidence,
-                      double *o_jump, uint8_t *o_tag_only, int64_t o_cap) {
+                      int64_t seq_base, int64_t block, const double *length,
+                      const double *weights, int64_t size, Cell *cells, uint64_t *bits,
+                      int64_t n_cand, const int64_t *cand_slots, const int64_t *cand_seqs,
+                      const double *cand_base, const double *rest, double cut,
+                      int64_t refine_from, int64_t hold, int64_t resume, double floor_cut,
+                      double prior_max, int64_t *o_slots, double *o_evidence, double *o_jump,
+                      uint8_t *o_tag_only, int64_t o_cap) {
     Scratch s = {cells, bits, size};
     int dense = n_cand < 0 && !hold;
     Output o = {o_slots, o_evidence, o_jump, o_tag_only, dense ? prior_max : 0.0,
@@ -667,24 +687,24 @@ int64_t cm_accumulate(int64_t n_lists, const int64_t *list_ints, const double *l
     Evidence e = {weights[3], weights[4], weights[5]};
     Refine r = {cand_base, rest, cut, refine_from};
     Cand c = {0, NULL, NULL, NULL};
+    SeqMap map = {slot_by_seq, n_seqs, seq_base};
     int64_t touched = n_cand > 0 ? n_cand : 0, code = 0;
     if (e.w_session != 0.0 && !(e.cap > 0)) code = E_TYPE;
     if ((hold && n_cand >= 0) || resume < 0 || resume > n_lists || (resume && n_cand < 0))
         code = E_TYPE;
     if (n_cand >= 0 && code == 0)
-        code = take_candidates(&s, n_cand, cand_slots, cand_seqs, slot_by_seq, n_seqs, &r,
-                               resume > 0, &c);
+        code = take_candidates(&s, n_cand, cand_slots, cand_seqs, &map, &r, resume > 0, &c);
     int64_t n_members = code == 0 ? check_lists(n_lists, list_ints, member_ints) : 0;
     if (n_members < 0) code = n_members;
     if (n_cand < 0 && code == 0) {
         int64_t got = add_blocked(&s, n_lists, n_members, list_ints, list_doubles, weights,
-                                  member_ints, slot_by_seq, n_seqs, length, block);
+                                  member_ints, &map, length, block);
         code = got < 0 ? got : 0;
         touched = got < 0 ? touched : got;
     }
     if (n_cand >= 0 && code == 0)
         code = add_candidates(&s, resume, n_lists, list_ints, list_doubles, weights,
-                              member_ints, slot_by_seq, n_seqs, length, &c, &r, &e);
+                              member_ints, &map, length, &c, &r, &e);
     free(c.slots), free(c.seqs), free(c.base);
     if (code == 0 && touched > o_cap) code = E_OUTPUT;
     if (code != 0) {
@@ -791,6 +811,11 @@ int64_t cm_evidence(int64_t n_lists, const int64_t *list_ints, const double *lis
     return code;
 }
 
+/* The seq of a slot: seq_at[slot], or seq_base + slot when seq_base >= 0 (see SeqMap). */
+static inline int64_t seq_of(const int64_t *seq_at, int64_t seq_base, int64_t slot) {
+    return seq_base >= 0 ? seq_base + slot : seq_at[slot];
+}
+
 /* A row of cm_top's heap: its key and sequence number (its place in the order). */
 typedef struct {
     double key;
@@ -845,20 +870,22 @@ static int64_t drained(Ranked *heap, int64_t held, int64_t *o_seq, double *o_key
 }
 
 /* The best m of the n rows not skipped (skip NULL: none), in order: by key descending, ties
- * by sequence number (seq_at[slots[i]]) ascending; their seqs and keys written to o_seq and
+ * by sequence number (seq_of a row's slot) ascending; their seqs and keys written to o_seq and
  * o_key. A heap of m rows keeps the best so far, its root the one that ranks last: one pass
  * over the keys, where NumPy's argpartition, gathers and lexsort made a dozen calls and
  * arrays. Only the slots of rows that may enter the heap are read (and checked). Returns how
  * many rows are written (min(m, rows not skipped)) or a negative code. */
 int64_t cm_top(int64_t n, const double *key, const uint8_t *skip, const int64_t *slots,
-               int64_t size, const int64_t *seq_at, int64_t m, int64_t *o_seq, double *o_key) {
+               int64_t size, const int64_t *seq_at, int64_t seq_base, int64_t m, int64_t *o_seq,
+               double *o_key) {
     if (m < 0) return E_TYPE;
     Ranked *heap = malloc((size_t)(m > 0 ? m : 1) * sizeof *heap);
     if (!heap) return E_MEMORY;
     int64_t held = 0;
     for (int64_t i = 0; i < n && m > 0; i++) {
-        if (i + ROW_AHEAD < n && (held < m || key[i + ROW_AHEAD] >= heap[0].key)) {
-            int64_t ahead = slots[i + ROW_AHEAD];
+        int64_t ahead = seq_base < 0 && i + ROW_AHEAD < n ? i + ROW_AHEAD : -1;
+        if (ahead >= 0 && (held < m || key[ahead] >= heap[0].key)) {
+            ahead = slots[ahead];
             if (ahead >= 0 && ahead < size) __builtin_prefetch(seq_at + ahead);
         }
         if (skip && skip[i]) continue;
@@ -870,7 +897,7 @@ int64_t cm_top(int64_t n, const double *key, const uint8_t *skip, const int64_t 
             free(heap);
             return E_SLOT;
         }
-        held = offer(heap, held, m, (Ranked){key[i], seq_at[slot]});
+        held = offer(heap, held, m, (Ranked){key[i], seq_of(seq_at, seq_base, slot)});
     }
     return drained(heap, held, o_seq, o_key);
 }
@@ -928,7 +955,7 @@ int64_t cm_priors(int64_t n, const int64_t *slots, int64_t size, const double *u
  * over without its prior computed (its slot not read): at 100k memories a dense pass has ~30k
  * rows. Returns how many rows are written, or a negative code. */
 int64_t cm_rank(int64_t n, const double *evidence, const uint8_t *skip, const int64_t *slots,
-                int64_t size, const int64_t *seq_at, const double *updated,
+                int64_t size, const int64_t *seq_at, int64_t seq_base, const double *updated,
                 const int32_t *type_code, const double *type_bonus, int64_t n_types,
                 const double *p, int64_t m, int64_t *o_seq, double *o_key) {
     if (m < 0 || n_types < 1) return E_TYPE;
@@ -943,7 +970,7 @@ int64_t cm_rank(int64_t n, const double *evidence, const uint8_t *skip, const in
             if (ahead >= 0 && ahead < size) {
                 __builtin_prefetch(updated + ahead);
                 if (n_types != 1) __builtin_prefetch(type_code + ahead);
-                __builtin_prefetch(seq_at + ahead);
+                if (seq_base < 0) __builtin_prefetch(seq_at + ahead);
             }
         }
         if (skip && skip[i]) continue;
@@ -959,7 +986,7 @@ int64_t cm_rank(int64_t n, const double *evidence, const uint8_t *skip, const in
         }
         double score = evidence[i] + prior;
         if (score < p[R_CUT]) continue;
-        held = offer(heap, held, m, (Ranked){score, seq_at[slot]});
+        held = offer(heap, held, m, (Ranked){score, seq_of(seq_at, seq_base, slot)});
     }
     return drained(heap, held, o_seq, o_key);
 }
@@ -971,7 +998,7 @@ int64_t cm_rank(int64_t n, const double *evidence, const uint8_t *skip, const in
  * NumPy made some ten arrays of the rows. p: cm_rank's parameters (the largest prior and the
  * cut are not read). Returns how many rows are written to o_seq and o_key, or a negative code. */
 int64_t cm_bounds(int64_t n, const double *evidence, const uint8_t *skip, const int64_t *slots,
-                  int64_t size, const int64_t *seq_at, const double *updated,
+                  int64_t size, const int64_t *seq_at, int64_t seq_base, const double *updated,
                   const int32_t *type_code, const double *type_bonus, int64_t n_types,
                   const double *p, int64_t m, double *o_prior, double *o_lower, int64_t *o_seq,
                   double *o_key) {
@@ -979,7 +1006,7 @@ int64_t cm_bounds(int64_t n, const double *evidence, const uint8_t *skip, const 
     int64_t code = cm_priors(n, slots, size, updated, type_code, type_bonus, n_types, p, o_prior);
     if (code != 0) return code;
     for (int64_t i = 0; i < n; i++) o_lower[i] = evidence[i] + o_prior[i];
-    return cm_top(n, o_lower, skip, slots, size, seq_at, m, o_seq, o_key);
+    return cm_top(n, o_lower, skip, slots, size, seq_at, seq_base, m, o_seq, o_key);
 }
 
 /* cm_keep's parameters. */
@@ -993,11 +1020,11 @@ enum { K_REST, K_BONUS_MAX, K_CUT, KEEP_DOUBLES };
  * Refine's) are written in row order to o_slots, o_seqs and o_base. Returns how many rows are
  * kept, or a negative code. */
 int64_t cm_keep(int64_t n, const double *lower, const double *jump, const double *prior,
-                const int64_t *slots, int64_t size, const int64_t *seq_at, const double *p,
-                int64_t *o_slots, int64_t *o_seqs, double *o_base) {
+                const int64_t *slots, int64_t size, const int64_t *seq_at, int64_t seq_base,
+                const double *p, int64_t *o_slots, int64_t *o_seqs, double *o_base) {
     int64_t kept = 0;
     for (int64_t i = 0; i < n; i++) {
-        if (i + ROW_AHEAD < n) {
+        if (seq_base < 0 && i + ROW_AHEAD < n) {
             int64_t ahead = slots[i + ROW_AHEAD];
             if (ahead >= 0 && ahead < size) __builtin_prefetch(seq_at + ahead);
         }
@@ -1007,7 +1034,7 @@ int64_t cm_keep(int64_t n, const double *lower, const double *jump, const double
         if (!(upper >= p[K_CUT])) continue;
         int64_t slot = slots[i];
         if (slot < 0 || slot >= size) return E_SLOT;
-        o_slots[kept] = slot, o_seqs[kept] = seq_at[slot];
+        o_slots[kept] = slot, o_seqs[kept] = seq_of(seq_at, seq_base, slot);
         o_base[kept++] = prior[i] + p[K_BONUS_MAX];
     }
     return kept;

@@ -43,7 +43,7 @@ __all__ = [
     "evidence", "keep", "load", "priors", "rank", "top", "union_size",
 ]  # fmt: skip
 
-ABI_VERSION = 12  # the argument layout _kernel.c implements (its ABI_VERSION)
+ABI_VERSION = 13  # the argument layout _kernel.c implements (its ABI_VERSION)
 # Every memory the lists reach is summed this many sequence numbers at a time (all lists for
 # one block, then the next; the same floats): a block's 32-byte cells, lengths and seq -> slot
 # entries (400 KB) stay in a core's L2 cache here (2 MB) while each list adds to them. CPU ms
@@ -96,7 +96,7 @@ def _declared(lib: Any) -> Any:
     """``lib`` with the C functions' signatures (every argument an int64 or an address)."""
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
     lib.cm_abi_version.argtypes, lib.cm_abi_version.restype = [], i64
-    lib.cm_accumulate.argtypes = [i64, ptr, ptr, ptr, ptr, i64, i64, ptr, ptr, i64, ptr, ptr]
+    lib.cm_accumulate.argtypes = [i64, ptr, ptr, ptr, ptr, i64, i64, i64, ptr, ptr, i64, ptr, ptr]
     lib.cm_accumulate.argtypes += [i64, *[ptr] * 4, ctypes.c_double, i64, i64, i64]
     lib.cm_accumulate.argtypes += [ctypes.c_double, ctypes.c_double, *[ptr] * 4, i64]
     lib.cm_accumulate.restype = i64
@@ -105,13 +105,13 @@ def _declared(lib: Any) -> Any:
     lib.cm_union_size.restype = i64
     lib.cm_evidence.argtypes = [i64, ptr, ptr, ptr, i64, ptr, i64, ptr, ptr, ptr, ptr]
     lib.cm_evidence.restype = i64
-    lib.cm_top.argtypes = [i64, ptr, ptr, ptr, i64, ptr, i64, ptr, ptr]
+    lib.cm_top.argtypes = [i64, ptr, ptr, ptr, i64, ptr, i64, i64, ptr, ptr]
     lib.cm_top.restype = i64
-    lib.cm_rank.argtypes = [i64, *[ptr] * 3, i64, *[ptr] * 4, i64, ptr, i64, ptr, ptr]
+    lib.cm_rank.argtypes = [i64, *[ptr] * 3, i64, ptr, i64, *[ptr] * 3, i64, ptr, i64, ptr, ptr]
     lib.cm_rank.restype = i64
     lib.cm_bounds.argtypes = [*lib.cm_rank.argtypes[:-2], ptr, ptr, ptr, ptr]
     lib.cm_bounds.restype = i64
-    lib.cm_keep.argtypes = [i64, *[ptr] * 4, i64, *[ptr] * 5]
+    lib.cm_keep.argtypes = [i64, *[ptr] * 4, i64, ptr, i64, *[ptr] * 4]
     lib.cm_keep.restype = i64
     lib.cm_priors.argtypes = [i64, ptr, i64, *[ptr] * 3, i64, ptr, ptr]
     lib.cm_priors.restype = i64
@@ -427,7 +427,8 @@ def accumulate(
     seq_map, lengths = scratch.view_addresses(view)
     found = _library().cm_accumulate(
         lists, described.ints.buffer_info()[0], described.doubles.buffer_info()[0],
-        described.members.buffer_info()[0], seq_map, len(view.slot_by_seq), BLOCK_SEQS, lengths,
+        described.members.buffer_info()[0], seq_map, len(view.slot_by_seq), view.seq_base,
+        BLOCK_SEQS, lengths,
         packed.buffer_info()[0], _slots(view, scratch), *scratch.addresses, given, cand_slots,
         cand_seqs, base, rest.buffer_info()[0], cut, start, int(hold), resume,
         float(least.cut), float(least.prior_max), *scratch.output_addresses, len(slots),
@@ -493,8 +494,8 @@ def top(view: ArrayView, slots: Any, key: Any, m: int, skip: Any = None) -> Top:
     found = _checked(
         _library().cm_top(
             n, _address(key, "<f8"), None if skip is None else _address(skip, "|b1"),
-            _address(slots, "<i8"), _view_size(view), view.scratch().seq_address(view), m,
-            seqs.buffer_info()[0], keys.buffer_info()[0],
+            _address(slots, "<i8"), _view_size(view), view.scratch().seq_address(view),
+            view.seq_base, m, seqs.buffer_info()[0], keys.buffer_info()[0],
         )
     )  # fmt: skip
     return _top(seqs, keys, found)
@@ -598,11 +599,11 @@ def _scored(
     n = len(slots)
     if len(evidence) != n or len(skip) != n:
         raise KernelError(f"{n} slots but {len(evidence)} evidence values, {len(skip)} flags")
+    seq_at, updated, type_code = view.scratch().prior_addresses(view)
     return (
         n, _address(evidence, "<f8"), _address(skip, "|b1"), _address(slots, "<i8"),
-        _prior_size(view),
-        *view.scratch().prior_addresses(view), _address(by.type_bonus, "<f8"),
-        len(by.type_bonus), params.buffer_info()[0],
+        _prior_size(view), seq_at, view.seq_base, updated, type_code,
+        _address(by.type_bonus, "<f8"), len(by.type_bonus), params.buffer_info()[0],
     )  # fmt: skip
 
 
@@ -649,7 +650,8 @@ def keep(
         _library().cm_keep(
             n, _address(lower, "<f8"), _address(jump, "<f8"), _address(prior, "<f8"),
             _address(slots, "<i8"), _view_size(view), view.scratch().seq_address(view),
-            params.buffer_info()[0], _data(kept_slots), _data(kept_seqs), _data(base),
+            view.seq_base, params.buffer_info()[0], _data(kept_slots), _data(kept_seqs),
+            _data(base),
         )
     )  # fmt: skip
     return Kept(kept_slots[:found], kept_seqs[:found], base[:found])

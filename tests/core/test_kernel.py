@@ -258,13 +258,13 @@ def test_input_out_of_step_with_the_view_raises_and_leaves_the_scratch_zeroed() 
     view = cm._indexes["default"].view
     assert view is not None
     seq = next(iter(cm._indexes["default"].terms["order"]))
-    slot = int(view.slot_by_seq[seq])
-    view.slot_by_seq[seq] = -1  # as if the memory had no slot
+    slot, base = int(view.slot_by_seq[seq]), view.seq_base
+    view.slot_by_seq[seq], view.seq_base = -1, -1  # as if the memory had no slot
     try:
         with pytest.raises(kernel.KernelError, match="without that slot"):
             by_arrays(cm, "order cache", 3, narrow=False)
     finally:
-        view.slot_by_seq[seq] = slot
+        view.slot_by_seq[seq], view.seq_base = slot, base
     assert not view.scratch().cells.any() and not view.scratch().bits.any()
     assert_same(by_arrays(cm, "order cache", 3), ranked(cm, "order cache", 3, False))
 
@@ -1140,3 +1140,38 @@ def test_huge_zeros_are_zeros_on_a_huge_page_boundary(count: int, dtype: str) ->
         assert held.ctypes.data % (2 << 20) == 0
     held[:] = 7
     assert (held == 7).all()
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=SEEDS, query=QUERIES, k=KS, edits=edit_lists(12), narrow=st.booleans(),
+    interleaved=st.booleans(),
+)  # fmt: skip
+def test_the_views_seq_base_ranks_as_its_maps_do_bit_for_bit(
+    seed: int, query: list[str], k: int, edits: list[tuple[str, int]], narrow: bool,
+    interleaved: bool,
+) -> None:  # fmt: skip
+    """With ``seq_base`` set the kernel takes a slot's seq as ``seq_base + slot`` (and back)
+    instead of reading the view's maps: the same rankings and scores, float for float, as with
+    it unset; and it is set exactly while every slot's seq is that (a memory of another
+    namespace between two of this one's ends it)."""
+    cm = build(seed % 3, 300)
+    text = " ".join(query)
+    by_arrays(cm, text, k, narrow)  # the view exists before the edits: it follows them
+    rnd = random.Random(seed)
+    for op, i in edits:
+        _edit(cm, rnd, op, i)
+    if interleaved:
+        cm.add("order cache elsewhere", memory_id="there", namespace="other")
+        cm.add("order cache here", memory_id="here")
+    view = arrays.view_of(cm._indexes["default"])
+    seqs = view.seq_at[: view.size].tolist()
+    assert view.seq_base == (-1 if seqs != list(range(seqs[0], seqs[0] + len(seqs))) else seqs[0])
+    assert (view.seq_base == -1) == interleaved
+    mapped = by_arrays(cm, text, k, narrow)
+    base, view.seq_base = view.seq_base, -1
+    try:
+        assert by_arrays(cm, text, k, narrow) == mapped  # the same floats
+    finally:
+        view.seq_base = base
+    assert_same(mapped, ranked(cm, text, k, False))
