@@ -724,7 +724,12 @@ def test_builtin_breakdown_equals_combine(
     parts = ranking._builtin_parts(cfg, sig, T0)
     assert parts is not None
     expected = ranking._combined_parts(sig, cfg, T0, seq, record, access)
-    assert parts(seq, record, access) == expected
+    # one pass's hits at once: each hit's parts are its own, whatever the others are
+    other = dataclasses.replace(record, type=MemoryType.NOTE, updated_at=T0)
+    assert parts([seq, 4, seq], [record, other, record], [access, 0, access]) == [
+        expected, ranking._combined_parts(sig, cfg, T0, 4, other, 0), expected,
+    ]  # fmt: skip
+    assert parts([], [], []) == []
 
 
 def test_a_replaced_builtin_rule_is_explained_by_combine() -> None:
