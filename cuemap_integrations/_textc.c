@@ -32,6 +32,7 @@
  *                                      the SQLite parameters of a batch's records (any str)
  *   packed_row(layout, reference, packed, record, codes, kinds, room)   recordtable._py_packed_row:
  *                                      a record's shared kind and packed fields (any str)
+ *   record_of(layout, table, seq)      recordtable._py_record_at: the record of a packed row
  *
  * Every index is checked against its buffer's length; buffers are sized from the input.
  */
@@ -3616,6 +3617,178 @@ static PyObject *textc_shared_positions(PyObject *self, PyObject *found) {
     return shared;
 }
 
+/* ---- hits29: a hit's record from its packed row ---------------------------------------- */
+
+/* The names record_of reads: the table's columns, then the record's fields it sets. */
+enum { R_IDS, R_CONTENTS, R_CUES, R_CODES, R_KINDS, R_OWN_KINDS, R_STAMPS, R_DATES, R_METADATA,
+       R_EXTRA, R_GET, R_DICT, R_MEMORY_ID, R_CONTENT, R_CREATED, R_UPDATED, R_FCUES, R_TYPE,
+       R_SOURCE, R_NAMESPACE, R_ORIGIN, R_FMETADATA, R_NAMES };
+static const char *const RECORD_NAMES[R_NAMES] = {
+    "_ids", "_contents", "_cues", "_codes", "_kinds", "_own_kinds", "_stamps", "_dates",
+    "_metadata", "_extra", "get", "__dict__", "memory_id", "content", "created_at", "updated_at",
+    "cues", "type", "source", "namespace", "cue_origin", "metadata"};
+static PyObject *record_names[R_NAMES];
+
+/* ``table.<name>[seq]`` (list, array or dict column), as a new reference. */
+static PyObject *column_at(PyObject *table, int name, PyObject *seq) {
+    PyObject *column = PyObject_GetAttr(table, record_names[name]);
+    if (column == NULL) return NULL;
+    PyObject *value = PyObject_GetItem(column, seq);
+    Py_DECREF(column);
+    return value;
+}
+
+/* recordtable._metadata(names, metadata): the metadata dict of a row whose kind has these
+   metadata ``names`` (None: ``metadata`` is a flat (name, value, ...) tuple or None). */
+static PyObject *metadata_dict(PyObject *names, PyObject *metadata) {
+    PyObject *out = PyDict_New();
+    if (out == NULL || (names == Py_None && metadata == Py_None)) return out;
+    PyObject *pairs = names == Py_None ? metadata : names;
+    if (!PyTuple_Check(pairs) || (names == Py_None && PyTuple_GET_SIZE(pairs) % 2) ||
+        (names != Py_None && PyTuple_GET_SIZE(names) > 1 &&
+         (!PyTuple_Check(metadata) || PyTuple_GET_SIZE(metadata) != PyTuple_GET_SIZE(names)))) {
+        PyErr_SetString(PyExc_ValueError, "record_of: metadata does not match its names");
+        Py_DECREF(out);
+        return NULL;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(pairs);
+    for (Py_ssize_t i = 0; i < n; i += names == Py_None ? 2 : 1) {
+        PyObject *value = names == Py_None ? PyTuple_GET_ITEM(pairs, i + 1)
+                          : n == 1         ? metadata
+                                           : PyTuple_GET_ITEM(metadata, i);
+        if (PyDict_SetItem(out, PyTuple_GET_ITEM(pairs, i), value) < 0) {
+            Py_DECREF(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
+/* The fields of row ``seq`` of ``table`` (a recordtable.RecordTable) set in ``values`` (a copy
+   of the template): id, content, cues (``table._cues.get(seq)``), created and updated time
+   (``fromtimestamp(stamp, utc)``, or the row's datetime), its kind's four, metadata, then the
+   extra fields. 0, or -1 with an error (KeyError when no row is held at ``seq``). */
+static int record_fields(PyObject *values, PyObject *table, PyObject *seq, PyObject *layout) {
+    Py_ssize_t at = PyLong_AsSsize_t(seq);
+    if (at == -1 && PyErr_Occurred()) return -1;
+    PyObject *ids = PyObject_GetAttr(table, record_names[R_IDS]);
+    if (ids == NULL) return -1;
+    PyObject *memory_id = PyList_Check(ids) && at >= 0 && at < PyList_GET_SIZE(ids)
+                              ? PyList_GET_ITEM(ids, at) : Py_None;
+    int failed = memory_id == Py_None ||
+                 PyDict_SetItem(values, record_names[R_MEMORY_ID], memory_id) < 0;
+    if (memory_id == Py_None) PyErr_SetObject(PyExc_KeyError, seq);
+    Py_DECREF(ids);
+    if (failed) return -1;
+    PyObject *item = column_at(table, R_CONTENTS, seq);
+    failed = item == NULL || PyDict_SetItem(values, record_names[R_CONTENT], item) < 0;
+    Py_XDECREF(item);
+    PyObject *cues = failed ? NULL : PyObject_GetAttr(table, record_names[R_CUES]);
+    item = cues == NULL ? NULL : PyObject_CallMethodOneArg(cues, record_names[R_GET], seq);
+    failed = item == NULL || PyDict_SetItem(values, record_names[R_FCUES], item) < 0;
+    Py_XDECREF(cues);
+    Py_XDECREF(item);
+    if (failed) return -1;
+    /* created_at and updated_at: the stamp's datetime, or the row's own */
+    PyObject *stamp = column_at(table, R_STAMPS, seq);
+    double seconds = stamp == NULL ? 0.0 : PyFloat_AsDouble(stamp);
+    PyObject *created = NULL;
+    if (stamp != NULL && !(seconds == -1.0 && PyErr_Occurred())) {
+        PyObject *call[2] = {stamp, PyTuple_GET_ITEM(layout, 3)};
+        created = seconds == seconds
+                      ? PyObject_Vectorcall(PyTuple_GET_ITEM(layout, 2), call, 2, NULL)
+                      : column_at(table, R_DATES, seq);
+    }
+    Py_XDECREF(stamp);
+    failed = created == NULL || PyDict_SetItem(values, record_names[R_CREATED], created) < 0 ||
+             PyDict_SetItem(values, record_names[R_UPDATED], created) < 0;
+    Py_XDECREF(created);
+    if (failed) return -1;
+    /* the kind: shared by its code, or the row's own */
+    item = column_at(table, R_CODES, seq);
+    long code = item == NULL ? -1 : PyLong_AsLong(item);
+    Py_XDECREF(item);
+    if (code == -1 && PyErr_Occurred()) return -1;
+    PyObject *kind;
+    if (code == PyLong_AsLong(PyTuple_GET_ITEM(layout, 4))) {
+        kind = column_at(table, R_OWN_KINDS, seq);
+    } else {
+        PyObject *kinds = PyObject_GetAttr(table, record_names[R_KINDS]);
+        kind = kinds == NULL ? NULL : PySequence_GetItem(kinds, code);
+        Py_XDECREF(kinds);
+    }
+    if (kind == NULL) return -1;
+    failed = !PyTuple_Check(kind) || PyTuple_GET_SIZE(kind) != 5;
+    if (failed) PyErr_SetString(PyExc_ValueError, "record_of: a kind must be a 5-tuple");
+    for (int i = 0; i < 4 && !failed; i++) {
+        static const int field[4] = {R_TYPE, R_SOURCE, R_NAMESPACE, R_ORIGIN};
+        failed = PyDict_SetItem(values, record_names[field[i]], PyTuple_GET_ITEM(kind, i)) < 0;
+    }
+    PyObject *metadata = failed ? NULL : column_at(table, R_METADATA, seq);
+    item = metadata == NULL ? NULL : metadata_dict(PyTuple_GET_ITEM(kind, 4), metadata);
+    failed = item == NULL || PyDict_SetItem(values, record_names[R_FMETADATA], item) < 0;
+    Py_XDECREF(item);
+    Py_XDECREF(metadata);
+    Py_DECREF(kind);
+    if (failed) return -1;
+    /* the extra fields: (name, value, ...) of the rows that have some */
+    PyObject *extras = PyObject_GetAttr(table, record_names[R_EXTRA]);
+    PyObject *extra = extras == NULL ? NULL : PyDict_GetItemWithError(extras, seq);
+    failed = extras == NULL || (extra == NULL && PyErr_Occurred());
+    if (!failed && extra != NULL && (!PyTuple_Check(extra) || PyTuple_GET_SIZE(extra) % 2)) {
+        PyErr_SetString(PyExc_ValueError, "record_of: extra must be (name, value, ...)");
+        failed = 1;
+    }
+    for (Py_ssize_t i = 0; !failed && extra != NULL && i < PyTuple_GET_SIZE(extra); i += 2)
+        failed = PyDict_SetItem(values, PyTuple_GET_ITEM(extra, i),
+                                PyTuple_GET_ITEM(extra, i + 1)) < 0;
+    Py_XDECREF(extras);
+    return failed ? -1 : 0;
+}
+
+/* record_of(layout, table, seq): recordtable._py_record_at(table, seq), the record row ``seq``
+   of ``table`` was packed from, where ``layout`` is (cls, template, fromtimestamp, utc,
+   own_kind): a copy of ``template`` (every field at its default, in declaration order) with
+   the row's fields set, held as the ``__dict__`` of a new ``cls`` (object.__setattr__'s way:
+   the frozen dataclass's own __setattr__ refuses). */
+static PyObject *textc_record_of(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3 || !PyTuple_Check(args[0]) || PyTuple_GET_SIZE(args[0]) != 5 ||
+        !PyType_Check(PyTuple_GET_ITEM(args[0], 0)) || !PyDict_Check(PyTuple_GET_ITEM(args[0], 1))) {
+        PyErr_SetString(PyExc_TypeError,
+                        "record_of(layout, table, seq): layout (cls, template, fromtimestamp, "
+                        "utc, own_kind)");
+        return NULL;
+    }
+    PyObject *values = PyDict_Copy(PyTuple_GET_ITEM(args[0], 1));
+    if (values == NULL) return NULL;
+    if (record_fields(values, args[1], args[2], args[0]) < 0) {
+        Py_DECREF(values);
+        return NULL;
+    }
+    /* object.__new__(cls): object's tp_new of no arguments */
+    PyObject *none = PyTuple_New(0);
+    PyTypeObject *cls = (PyTypeObject *)PyTuple_GET_ITEM(args[0], 0);
+    PyObject *record = none == NULL ? NULL : PyBaseObject_Type.tp_new(cls, none, NULL);
+    if (record != NULL && PyObject_GenericSetAttr(record, record_names[R_DICT], values) < 0)
+        Py_CLEAR(record);
+    Py_XDECREF(none);
+    Py_DECREF(values);
+    return record;
+}
+
+/* Registers this block's functions and names in module ``m``: 0, or -1 with an error. */
+static int add_record_of(PyObject *m) {
+    static PyMethodDef defs[] = {
+        {"record_of", (PyCFunction)(void (*)(void))textc_record_of, METH_FASTCALL,
+         "recordtable._py_record_at."},
+        {NULL, NULL, 0, NULL},
+    };
+    for (int i = 0; i < R_NAMES; i++)
+        if ((record_names[i] = PyUnicode_InternFromString(RECORD_NAMES[i])) == NULL) return -1;
+    if (PyDateTimeAPI == NULL) PyDateTime_IMPORT; /* as record_rows does */
+    return PyModule_AddFunctions(m, defs);
+}
+
 /* ---------------------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
@@ -3665,8 +3838,9 @@ PyMODINIT_FUNC PyInit__textc(void) {
         (SHARED_NAME = PyUnicode_InternFromString("_shared")) == NULL)
         return NULL;
     PyObject *m = PyModule_Create(&module);
-    if (m != NULL && (PyModule_AddIntConstant(m, "ABI_VERSION", 10) < 0 ||
-                      PyModule_AddObjectRef(m, "StemMemo", (PyObject *)&StemMemoType) < 0))
+    if (m != NULL && (PyModule_AddIntConstant(m, "ABI_VERSION", 11) < 0 ||
+                      PyModule_AddObjectRef(m, "StemMemo", (PyObject *)&StemMemoType) < 0 ||
+                      add_record_of(m) < 0))
         Py_CLEAR(m);
     return m;
 }

@@ -900,6 +900,8 @@ class CueMap:
         notes: dict[frozenset[str], ConflictNote] = {}
         for hit in hits:
             memory = hit.memory
+            if not (hit.conflicts or memory.supersedes or memory.superseded_by):
+                continue  # nearly every hit: no pair, no lists made
             pairs: list[tuple[str, NoteKind]] = [(other, "conflict") for other in hit.conflicts]
             pairs += [(other, "supersedes") for other in (memory.supersedes,) if other]
             pairs += [(other, "superseded") for other in (memory.superseded_by,) if other]

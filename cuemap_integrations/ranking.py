@@ -23,7 +23,7 @@ from .errors import ValidationError
 from .index import NamespaceIndex
 from .records import MemoryRecord, MemoryType, coerce_timestamp
 from .recordtable import RecordHead, RecordTable
-from .results import Hit, RecallTrace, ScoreBreakdown
+from .results import Hit, RecallTrace, ScoreBreakdown, _built
 from .scoring import RULES, Features, combine, recency_value, session_value
 from .text import _C as _textc
 from .text import content_terms, derive_cues, joined_pairs, normalize, query_units, stem
@@ -454,15 +454,13 @@ class _Explainer(NamedTuple):
         """Why hit ``seq`` scored its ``parts``: which of the plan's cues, carried cues, tags
         and terms it matched. The hit's doc cues are read once for all of them."""
         doc_cues, doc_tags = self.cues_and_tags(seq)  # no doc built
-        # the fields in their order (contributions, matched cues, session cues, matched tags,
-        # matched terms): given by keyword, a frozen dataclass takes ~40% longer to build
-        return ScoreBreakdown(
-            parts,
-            _firsts(self.explicit, doc_cues, (), None),
-            _firsts(self.carried, doc_cues, doc_tags, self.alone.get(seq)),
-            tuple(t for t in self.plan.tags if t in doc_tags) if doc_tags else (),
-            self.terms.get(seq, ()),
-        )
+        return _built(ScoreBreakdown, {
+            "contributions": parts,
+            "matched_cues": _firsts(self.explicit, doc_cues, (), None),
+            "session_cues": _firsts(self.carried, doc_cues, doc_tags, self.alone.get(seq)),
+            "matched_tags": tuple(t for t in self.plan.tags if t in doc_tags) if doc_tags else (),
+            "matched_terms": self.terms.get(seq, ()),
+        })  # fmt: skip
 
 
 def _matched_terms(
@@ -643,12 +641,21 @@ class Ranking:
         """The top ``k`` hits of ``plan``, explained, with the query trace (:func:`rank`)."""
         ranked, access, boosts = _ranked(self, plan, k)
         records, cfg, now, sig = self.records, self.cfg, self.now, ranked.sig
-        parts = _builtin_parts(cfg, sig, now) or partial(_combined_parts, sig, cfg, now)
-        explain = _Explainer.of(self.index, plan, [seq for _, _, seq in ranked.rows]).breakdown
+        seqs = [seq for _, _, seq in ranked.rows]
+        found, counts = [records[seq] for seq in seqs], list(map(access, seqs))
+        builtin = _builtin_parts(cfg, sig, now)
+        parts = (
+            builtin(seqs, found, counts)
+            if builtin is not None
+            else list(map(partial(_combined_parts, sig, cfg, now), seqs, found, counts))
+        )
+        if boosts:
+            parts = [p + _given(boosts, seq) for p, seq in zip(parts, seqs, strict=True)]
+        explain = _Explainer.of(self.index, plan, seqs).breakdown
         hits = [
-            Hit(record, -neg, explain(seq, parts(seq, record, access(seq)) + _given(boosts, seq)))
-            for _, neg, seq in ranked.rows
-            for record in (records[seq],)
+            _built(Hit, {"memory": record, "score": -neg, "breakdown": explain(seq, p),
+                         "source": "cue", "conflicts": ()})
+            for (_, neg, seq), record, p in zip(ranked.rows, found, parts, strict=True)
         ]  # fmt: skip
         return hits, trace(plan, ranked.scored, hits)
 
@@ -886,40 +893,50 @@ _BUILTIN = dict(RULES)  # the rules as shipped: register_rule may replace one of
 
 def _builtin_parts(
     cfg: RecallConfig, sig: Evidence, now: datetime
-) -> Callable[[int, MemoryRecord, int], _Parts] | None:
-    """:func:`_combined_parts` for the built-in rules, without a :class:`Features` made and
-    each rule called per hit (a frozen dataclass of eight fields and seven calls were a third
-    of explaining a hit). Each value is the same expression as the rule's (recency and session
-    by the rules' own helpers), times its weight, in the weights' order, so the floats are the
-    same (``tests/core/test_recall_shortcuts.py`` compares the two). None when some weighted
-    rule is not a built-in one."""
+) -> Callable[[list[int], list[MemoryRecord], list[int]], list[_Parts]] | None:
+    """:func:`_combined_parts` of every hit of a pass (their seqs, records and access counts)
+    for the built-in rules, without a :class:`Features` made and each rule called per hit (a
+    frozen dataclass of eight fields and seven calls were a third of explaining a hit), one
+    rule at a time over all the hits (a rule's branch taken once per pass, not per hit and
+    rule). Each value is the same expression as the rule's (recency and session by the rules'
+    own helpers), times its weight, in the weights' order, so the floats are the same
+    (``tests/core/test_recall_shortcuts.py`` compares the two). None when some weighted rule
+    is not a built-in one."""
     weighted = [(name, w) for name, w in cfg.weights.items() if w != 0.0]
     if any(name not in _BUILTIN or RULES.get(name) is not _BUILTIN[name] for name, _ in weighted):
         return None
     cue, session, tag, content = sig.cue, sig.session, sig.tag, sig.content
     half_life, priority = cfg.half_life_days, cfg.type_priority
+    names = [name for name, _ in weighted]
 
-    def parts(seq: int, record: MemoryRecord, access: int) -> _Parts:
-        out = []
-        for name, w in weighted:
-            if name == "cue":
-                value = cue.get(seq, 0.0)
-            elif name == "session":
-                answers = seq in cue or seq in content or seq in tag
-                value = session_value(session.get(seq, 0.0), answers, cfg)
-            elif name == "tag":
-                value = tag.get(seq, 0.0)
-            elif name == "content":
-                value = content.get(seq, 0.0)
-            elif name == "recency":
-                age = (now - record.updated_at).total_seconds() / _SECONDS_PER_DAY
-                value = recency_value(age, half_life)
-            elif name == "frequency":
-                value = -math.log1p(access)
-            else:  # type (an enum member's _value_: its .value is a property, ~4x slower)
-                value = priority.get(record.type._value_, 0.0)
-            out.append((name, w * value))
-        return tuple(out)
+    def column(
+        name: str, w: float, seqs: list[int], records: list[MemoryRecord], counts: list[int]
+    ) -> list[float]:
+        if name == "cue":
+            return [w * cue.get(seq, 0.0) for seq in seqs]
+        if name == "session":
+            answers = [seq in cue or seq in content or seq in tag for seq in seqs]
+            return [
+                w * session_value(session.get(seq, 0.0), answer, cfg)
+                for seq, answer in zip(seqs, answers, strict=True)
+            ]
+        if name == "tag":
+            return [w * tag.get(seq, 0.0) for seq in seqs]
+        if name == "content":
+            return [w * content.get(seq, 0.0) for seq in seqs]
+        if name == "recency":
+            ages = [(now - r.updated_at).total_seconds() / _SECONDS_PER_DAY for r in records]
+            return [w * recency_value(age, half_life) for age in ages]
+        if name == "frequency":
+            return [w * -math.log1p(count) for count in counts]
+        # type (an enum member's _value_: its .value is a property, ~4x slower)
+        return [w * priority.get(r.type._value_, 0.0) for r in records]
+
+    def parts(seqs: list[int], records: list[MemoryRecord], counts: list[int]) -> list[_Parts]:
+        columns = [column(name, w, seqs, records, counts) for name, w in weighted]
+        if not columns:
+            return [()] * len(seqs)
+        return [tuple(zip(names, values, strict=True)) for values in zip(*columns, strict=True)]
 
     return parts
 

@@ -312,9 +312,11 @@ class MemoryRecord:
     @classmethod
     def _unchecked(cls, values: dict[str, Any]) -> MemoryRecord:
         """A record from the fields of one validated before (the store's packed rows,
-        :mod:`.recordtable`): validating again would cost more than the rest of a read."""
+        :mod:`.recordtable`): validating again would cost more than the rest of a read.
+        ``values``, a new dict of every field in declaration order, is the record's from then
+        on (not copied into it)."""
         record = object.__new__(cls)
-        record.__dict__.update(values)
+        object.__setattr__(record, "__dict__", values)
         return record
 
     def evolve(self, **changes: Any) -> MemoryRecord:

@@ -5,13 +5,25 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal, overload
+from typing import Any, Literal, TypeVar, overload
 
 from .records import MemoryRecord
 
 __all__ = ["ConflictNote", "Hit", "HitSource", "RecallResult", "RecallTrace", "ScoreBreakdown"]
 
 HitSource = Literal["cue", "dense"]
+_T = TypeVar("_T")
+
+
+def _built(cls: type[_T], values: dict[str, Any]) -> _T:
+    """``cls(**values)`` for one of these frozen dataclasses, where ``values`` is a new dict of
+    every field in declaration order: the dict is held as the instance's own (the generated
+    ``__init__`` sets each field by ``object.__setattr__``: a recall builds a hit and its
+    breakdown for each of its ten hits: 8.07M -> 7.97M instructions a recall at 10k memories,
+    callgrind of 200 warm bench queries)."""
+    made = object.__new__(cls)
+    object.__setattr__(made, "__dict__", values)
+    return made
 
 
 @dataclass(frozen=True)

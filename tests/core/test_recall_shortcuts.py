@@ -21,6 +21,7 @@ from cuemap_integrations.config import RecallConfig
 from cuemap_integrations.ranking import QUERY_SOURCE, Carried, Concept, QueryPlan, plan_query
 from cuemap_integrations.records import MemoryRecord, MemoryType
 from cuemap_integrations.recordtable import RecordTable
+from cuemap_integrations.results import Hit, ScoreBreakdown
 from cuemap_integrations.text import _C as _textc
 
 from ..conftest import T0, FakeClock
@@ -724,7 +725,12 @@ def test_builtin_breakdown_equals_combine(
     parts = ranking._builtin_parts(cfg, sig, T0)
     assert parts is not None
     expected = ranking._combined_parts(sig, cfg, T0, seq, record, access)
-    assert parts(seq, record, access) == expected
+    # one pass's hits at once: each hit's parts are its own, whatever the others are
+    other = dataclasses.replace(record, type=MemoryType.NOTE, updated_at=T0)
+    assert parts([seq, 4, seq], [record, other, record], [access, 0, access]) == [
+        expected, ranking._combined_parts(sig, cfg, T0, 4, other, 0), expected,
+    ]  # fmt: skip
+    assert parts([], [], []) == []
 
 
 def test_a_replaced_builtin_rule_is_explained_by_combine() -> None:
@@ -739,3 +745,20 @@ def test_a_replaced_builtin_rule_is_explained_by_combine() -> None:
     finally:
         scoring.RULES["cue"] = held
     assert ranking._builtin_parts(cfg, sig, T0) is not None
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=SEEDS, query=QUERIES)
+def test_hits_built_without_init_are_the_dataclasses_own(seed: int, query: list[str]) -> None:
+    """A recall builds its hits and their breakdowns by ``results._built`` (no ``__init__``):
+    each equals, hashes and reads as the one its dataclass builds from the same fields, with
+    its fields in the same order."""
+    for hit in _store(seed % 5, 400).recall(" ".join(query), k=10, hybrid=False):
+        b = hit.breakdown
+        made = ScoreBreakdown(b.contributions, b.matched_cues, b.session_cues, b.matched_tags,
+                              b.matched_terms)  # fmt: skip
+        again = Hit(hit.memory, hit.score, made, conflicts=hit.conflicts)  # source: "cue"
+        for built, reference in ((b, made), (hit, again)):
+            assert built == reference and hash(built) == hash(reference)
+            assert repr(built) == repr(reference)
+            assert list(vars(built).items()) == list(vars(reference).items())

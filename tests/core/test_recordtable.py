@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from array import array
 from collections import Counter
 from datetime import datetime, timedelta, timezone
@@ -473,3 +474,41 @@ def test_rewritten_and_deleted_rows_leave_nothing_of_their_old_fields(
     for seq, record in reference.items():
         fresh[seq] = record
     assert [table.row(seq) for seq in seqs] == [fresh.row(seq) for seq in seqs]
+
+
+@pytest.mark.skipif(recordtable._textc is None, reason="the text extension is not built")
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(1, 8), records()), min_size=1, max_size=12),
+    st.sampled_from([1, 2, recordtable._KINDS_SHARED]),
+    st.booleans(),
+)
+def test_a_record_read_in_c_is_the_python_read(
+    written: list[tuple[int, MemoryRecord]], room: int, int_metadata: bool
+) -> None:
+    """``_textc.record_of`` reads back what ``_py_record_at`` does (each field, the field order
+    of the record's dict, a dict of its own), from shared kinds and kinds of a row's own, an
+    int metadata column or a list, stamps or datetimes, with and without extra fields; and
+    raises KeyError where no row is held."""
+    table, shared = RecordTable(), recordtable._KINDS_SHARED
+    recordtable._KINDS_SHARED = room  # past it, a row keeps a kind of its own
+    try:
+        for seq, record in written:
+            if int_metadata:  # every row's metadata one int: the column stays an array("q")
+                record = dataclasses.replace(record, metadata={"n": seq})
+            table.put(seq, record, ())
+    finally:
+        recordtable._KINDS_SHARED = shared
+    for seq in range(10):
+        if seq not in table:
+            for read in (recordtable._py_record_at, recordtable._record_at):
+                with pytest.raises(KeyError):
+                    read(table, seq)
+            continue
+        expected, got = recordtable._py_record_at(table, seq), recordtable._record_at(table, seq)
+        assert got == expected and repr(got) == repr(expected)
+        assert list(vars(got).items()) == list(vars(expected).items())
+        assert got.metadata is not expected.metadata and vars(got) is not vars(expected)
+    for bad in (-1, 10**6):
+        with pytest.raises(KeyError):
+            recordtable._record_at(table, bad)
