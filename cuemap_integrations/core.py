@@ -414,7 +414,8 @@ class CueMap:
         namespace = get("namespace", _DEFAULT_NAMESPACE)
         if namespace is not _DEFAULT_NAMESPACE:  # the default needs no check: most items
             namespace = validate_namespace(namespace)
-        cues = normalized_list(get("cues"), "cues")
+        given = get("cues")  # none given (most items): no call for the empty tuple
+        cues = () if given is None else normalized_list(given, "cues")
         origin: CueOrigin = "given" if cues else "derived"
         if not cues:  # valid content is never blank
             cues = tuple(derive_cues(content)) if memo is None else memo.derived_cues(content)

@@ -97,7 +97,7 @@ class SeqOf(MutableMapping[IdKey, int]):
     def __setitem__(self, key: IdKey, seq: int) -> None:
         namespace, memory_id = key
         table = self._tables.get(namespace)
-        at = -1 if table is None else self._slot(table, memory_id)
+        at = -1 if table is None else _ID_SLOT(table.slots, self._ids, memory_id)  # see get
         if at >= 0 or (self._others and key in self._others):  # held: replaced (rare)
             del self[key]
             table = self._tables.get(namespace)  # gone if that was its last key
@@ -214,7 +214,7 @@ class SeqsByDigest:
         """Add ``seq`` (holding no digest) after the seqs already holding ``digest``."""
         if len(digest) != 16 or seq < 0:
             raise ValueError(f"a 16-byte digest and a seq >= 0, not {digest!r}, {seq!r}")
-        at = self._slot(digest)
+        at = _DIGEST_SLOT(self._slots, self._digests, digest)  # one call less per new memory
         digests = self._digests
         if 16 * seq >= len(digests):  # room for seq and about an eighth more
             digests.extend(bytes(max(16 * seq + 16, len(digests) * 9 // 8 + 16384) - len(digests)))
