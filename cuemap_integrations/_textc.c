@@ -285,16 +285,23 @@ static int apostrophe_letter(const char *t, Py_ssize_t n, Py_ssize_t i) {
     return (i == 0 || !IS_AW(t[i - 1])) && i + 2 < n && t[i + 1] == '\'' && IS_AW(t[i + 2]);
 }
 
-/* t without its apostrophe letters into out (room for n bytes); the new length. */
+/* t without its apostrophe letters into out (room for n bytes); the new length. Only a byte
+ * next to an apostrophe can be one, so the runs between apostrophes are copied whole (memchr
+ * finds the next): testing every byte of a text with one "I'm" was ~2 % of a bulk ingest. */
 static Py_ssize_t drop_into(const char *t, Py_ssize_t n, char *out) {
-    Py_ssize_t m = 0;
-    if (memchr(t, '\'', (size_t)n) == NULL) {
-        memcpy(out, t, (size_t)n);
-        return n;
+    Py_ssize_t m = 0, done = 0; /* t[0:done] is decided */
+    const char *q;
+    for (Py_ssize_t from = 0; (q = memchr(t + from, '\'', (size_t)(n - from))) != NULL;) {
+        Py_ssize_t p = q - t, start = p > done ? p - 1 : done, end = p + 2 < n ? p + 2 : n;
+        memcpy(out + m, t + done, (size_t)(start - done));
+        m += start - done;
+        for (Py_ssize_t i = start; i < end; i++)
+            if (!apostrophe_letter(t, n, i)) out[m++] = t[i];
+        done = end;
+        from = p + 1; /* an apostrophe at p + 1 makes p + 2 a candidate too */
     }
-    for (Py_ssize_t i = 0; i < n; i++)
-        if (!apostrophe_letter(t, n, i)) out[m++] = t[i];
-    return m;
+    memcpy(out + m, t + done, (size_t)(n - done));
+    return m + n - done;
 }
 
 static PyObject *textc_drop_apostrophes(PyObject *self, PyObject *text) {

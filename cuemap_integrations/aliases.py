@@ -158,10 +158,14 @@ class AliasTable:
         """The terms of group number ``group``."""
         return self._groups[group]
 
+    def holds_any(self, terms: Iterable[str]) -> bool:
+        """Whether some of ``terms`` is a term of a group (else :meth:`expand` adds nothing)."""
+        return not self._group_of.keys().isdisjoint(terms)
+
     def expand(self, terms: Iterable[str]) -> list[str]:
         """``terms`` followed by every equivalent term, in a stable order, without duplicates."""
         out = dict.fromkeys(terms)
-        if self._group_of.keys().isdisjoint(out):  # most cue lists: no alias term at all
+        if not self.holds_any(out):  # most cue lists: no alias term at all
             return list(out)
         for term in list(out):
             for index in self._group_of.get(term, ()):

@@ -62,7 +62,7 @@ from .store import SessionStore, SharedStore, Store, open_store
 from .sync import ChangeFeed, RemoteChanges, SyncMode, check_sync
 from .text import _C as _textc
 from .text import derive_cues
-from .textkeys import TextMemo, text_keys
+from .textkeys import TextMemo, index_cues, text_keys
 from .threads import Threads, thread_of
 from .topk import RecallMemo, first_pass_hits
 from .validation import build_filters, check_recall_args, id_list, normalized_list
@@ -296,7 +296,7 @@ class CueMap:
         keys = (
             text_keys(record.content, self.aliases) if memo is None else memo.keys(record.content)
         )
-        return self.aliases.expand([*record.cues, *keys.aliases]), keys.terms
+        return index_cues(record, keys, self.aliases), keys.terms
 
     def _index(self, seq: int, record: MemoryRecord) -> None:
         """Index ``record`` as memory ``seq`` (see :meth:`_index_many`)."""
@@ -321,11 +321,12 @@ class CueMap:
         add_content = self._by_content.add
         # without a memo (loading a store, one update): nothing kept past the memory
         keys_of = partial(text_keys, aliases=aliases) if memo is None else memo.keys
+        cues_of = partial(index_cues, aliases=aliases) if memo is None else memo.index_cues
         content_key_of = content_key if memo is None else memo.content_key
         for seq, record in rows:
             namespace, content = record.namespace, record.content
             keys = keys_of(content)
-            cues = aliases.expand([*record.cues, *keys.aliases])
+            cues = cues_of(record, keys)
             index = indexes.get(namespace)
             if index is None:
                 index = indexes[namespace] = NamespaceIndex(columns)
@@ -334,8 +335,9 @@ class CueMap:
             # its creation time when it was never updated: the index shares these objects
             # instead of copies (read from the row's columns: no Row is built for it)
             row_cues = put(seq, record, index.held_cues())
-            # expand's cues are distinct: the index keeps them interned, the row's when equal
-            kept = row_cues if cues == list(row_cues) else interned(cues)
+            # the cues are distinct: the index keeps them interned, the row's when equal (the
+            # record's own cues are the row's)
+            kept = row_cues if cues is record.cues or cues == list(row_cues) else interned(cues)
             turn = thread_of(record) is not None
             index.add_distinct(
                 seq, kept, record.tags, keys.terms, _updated_stamp(record, stamp_at(seq)),
@@ -412,10 +414,11 @@ class CueMap:
         namespace = get("namespace", _DEFAULT_NAMESPACE)
         if namespace is not _DEFAULT_NAMESPACE:  # the default needs no check: most items
             namespace = validate_namespace(namespace)
-        cues = normalized_list(get("cues"), "cues")
+        given = get("cues")  # none given (most items): no call for the empty tuple
+        cues = () if given is None else normalized_list(given, "cues")
         origin: CueOrigin = "given" if cues else "derived"
         if not cues:  # valid content is never blank
-            cues = tuple(derive_cues(content) if memo is None else memo.derived_cues(content))
+            cues = tuple(derive_cues(content)) if memo is None else memo.derived_cues(content)
         memory_id = get("memory_id")
         if memory_id is None:
             memory_id = self._new_id(namespace, content, taken)

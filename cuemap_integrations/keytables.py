@@ -30,13 +30,20 @@ _T = TypeVar("_T")
 _EMPTY, _GONE = -1, -2  # slots of SeqOf's and SeqsByDigest's tables that hold no seq
 
 
+def _empty_slots(typecode: str, size: int) -> array[int]:
+    """A table of ``size`` ``_EMPTY`` slots: one slot repeated by the array itself (a copy
+    of memory), where ``array(typecode, repeat(_EMPTY, size))`` stores the slots one Python
+    int at a time (3.4 ms for 65,536 slots, against 4 us)."""
+    return array(typecode, (_EMPTY,)) * size
+
+
 class _IdSlots:
     """One namespace's open-addressing table of :class:`SeqOf`: seqs, ``_EMPTY`` or ``_GONE``."""
 
     __slots__ = ("held", "slots", "used")
 
     def __init__(self) -> None:
-        self.slots = array("i", repeat(_EMPTY, 8))  # "q" once a seq is past 2**31 - 1
+        self.slots = _empty_slots("i", 8)  # "q" once a seq is past 2**31 - 1
         self.held = 0  # slots holding a seq
         self.used = 0  # slots not _EMPTY: probing needs an _EMPTY one
 
@@ -90,7 +97,7 @@ class SeqOf(MutableMapping[IdKey, int]):
     def __setitem__(self, key: IdKey, seq: int) -> None:
         namespace, memory_id = key
         table = self._tables.get(namespace)
-        at = -1 if table is None else self._slot(table, memory_id)
+        at = -1 if table is None else _ID_SLOT(table.slots, self._ids, memory_id)  # see get
         if at >= 0 or (self._others and key in self._others):  # held: replaced (rare)
             del self[key]
             table = self._tables.get(namespace)  # gone if that was its last key
@@ -159,7 +166,7 @@ class SeqOf(MutableMapping[IdKey, int]):
         size = 8
         while size < 2 * len(held):
             size *= 2
-        slots = array(table.slots.typecode, repeat(_EMPTY, size))
+        slots = _empty_slots(table.slots.typecode, size)
         ids, mask = self._ids, size - 1
         for seq in held:  # distinct ids: the first _EMPTY slot, without comparing any
             at = hash(ids[seq]) & mask
@@ -194,7 +201,7 @@ class SeqsByDigest:
 
     def __init__(self) -> None:
         self._digests = bytearray()  # by seq: the digest it holds (16 bytes)
-        self._slots = array("i", repeat(_EMPTY, 8))  # a seq, _EMPTY or _GONE ("q" past 2**31)
+        self._slots = _empty_slots("i", 8)  # a seq, _EMPTY or _GONE ("q" past 2**31)
         self._held = 0  # slots holding a seq
         self._used = 0  # slots not _EMPTY (held or _GONE): probing needs an _EMPTY one
         self._many: dict[bytes, tuple[int, ...]] = {}  # digest -> its seqs, if more than one
@@ -207,7 +214,7 @@ class SeqsByDigest:
         """Add ``seq`` (holding no digest) after the seqs already holding ``digest``."""
         if len(digest) != 16 or seq < 0:
             raise ValueError(f"a 16-byte digest and a seq >= 0, not {digest!r}, {seq!r}")
-        at = self._slot(digest)
+        at = _DIGEST_SLOT(self._slots, self._digests, digest)  # one call less per new memory
         digests = self._digests
         if 16 * seq >= len(digests):  # room for seq and about an eighth more
             digests.extend(bytes(max(16 * seq + 16, len(digests) * 9 // 8 + 16384) - len(digests)))
@@ -264,7 +271,7 @@ class SeqsByDigest:
         size = 8
         while size < 4 * len(held):
             size *= 2
-        self._slots = array(self._slots.typecode, repeat(_EMPTY, size))
+        self._slots = _empty_slots(self._slots.typecode, size)
         self._held = self._used = len(held)
         slots, digests, mask = self._slots, self._digests, size - 1
         for seq in held:  # distinct digests: the first _EMPTY slot, without comparing any

@@ -246,6 +246,8 @@ _DATE_RES = (
     re.compile(rf"(?<!{_W}){_MONTH},? (?P<y>[0-9]{{4}})(?!{_W})"),
 )
 
+_YEAR_RUN_RE = re.compile(r"[0-9]{4}")  # what each of _DATE_RES needs (its year)
+
 _CJK_SPLIT_RE = re.compile(
     "|".join(re.escape(w) for w in CJK_FUNCTION_WORDS)
     + "|["
@@ -1047,7 +1049,10 @@ def _date_cue(match: re.Match[str]) -> str | None:
 def _date_cues(text: str) -> tuple[list[str], str]:
     """Date cues (each followed by its year) and ``text`` with the dates blanked out."""
     found: list[tuple[int, str]] = []
-    if not has_ascii_digit(text):  # every date pattern needs an ASCII digit (the year)
+    # every date pattern needs a year, four ASCII digits in a row: 321 of the 347 texts with a
+    # digit among 20,000 bench memories have none, and the five substitutions on them were
+    # ~2 % of a bulk ingest's instructions (callgrind)
+    if not has_ascii_digit(text) or _YEAR_RUN_RE.search(text) is None:
         return [], text
 
     def blank(match: re.Match[str]) -> str:

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cuemap_integrations import CueMap
+from cuemap_integrations import CueMap, MemoryRecord
+from cuemap_integrations.aliases import AliasTable
 from cuemap_integrations.index import NamespaceIndex, _Pending
 from cuemap_integrations.text import CueLexicon
+from cuemap_integrations.textkeys import TextMemo, index_cues
 
 KEYS = st.lists(
     st.sampled_from(["order", "cache", "db", "caroline", "超时", "x y", ""]), max_size=5
@@ -178,3 +181,47 @@ def test_a_batch_indexes_the_cues_of_index_keys(
         cues, tags, _ = store._index_keys(store._records[seq])
         docs = store._indexes[record.namespace].docs
         assert (docs.cues(seq), docs.tags(seq)) == (tuple(cues), tuple(tags))
+
+
+_TEXTS = st.sampled_from(["the db is down", "database cache order", "pods ran", "超时 again"])
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.tuples(_TEXTS, st.sampled_from([None, ("db", "db", "pods"), ("ran", "ran")]),
+                          st.booleans()), max_size=8))  # fmt: skip
+def test_a_batch_of_records_and_repeated_texts_indexes_the_cues_of_index_keys(
+    items: list[tuple[str, tuple[str, ...] | None, bool]],
+) -> None:
+    """The batch's shortcut past the alias expansion (``TextMemo.index_cues``: a memory's own
+    cues when the batch derived them and no alias term is among them or in its text) indexes
+    the cues of ``_index_keys`` whatever the batch holds: texts repeated under other ids,
+    ready records whose cues repeat or hold an alias term, derived cues with alias terms."""
+    when = datetime(2024, 1, 1, tzinfo=timezone.utc)
+    batch: list[dict[str, object] | MemoryRecord] = []
+    for number, (content, cues, ready) in enumerate(items):
+        memory_id = f"m{number}"
+        if ready:
+            batch.append(MemoryRecord(memory_id=memory_id, content=content, cues=cues or (),
+                                      created_at=when, updated_at=when))  # fmt: skip
+        else:
+            batch.append({"content": content, "cues": cues, "memory_id": memory_id})
+    store = CueMap()
+    for record in store.add_many(batch):
+        seq = store._seq_of[(record.namespace, record.memory_id)]
+        cues, _, _ = store._index_keys(store._records[seq])
+        assert store._indexes[record.namespace].docs.cues(seq) == tuple(cues)
+
+
+def test_derived_cues_holding_an_alias_term_are_expanded_even_if_the_text_shows_none() -> None:
+    """The shortcut asks the alias table about the cues themselves too, not only about the
+    alias terms found in the text (which a cue rule could in principle see differently)."""
+    aliases = AliasTable([("db", "database")])
+    memo = TextMemo(aliases)
+    cues = memo.derived_cues("database cache order")
+    when = datetime(2024, 1, 1, tzinfo=timezone.utc)
+    record = MemoryRecord(memory_id="m", content="database cache order", cues=cues, created_at=when,
+                          updated_at=when)  # fmt: skip
+    object.__setattr__(record, "cues", cues)  # the batch's own tuple, as _build passes it
+    blind = memo.keys(record.content)._replace(aliases=[])  # as if no alias term were found
+    assert "db" in memo.index_cues(record, blind)
+    assert list(memo.index_cues(record, blind)) == index_cues(record, blind, aliases)

@@ -584,3 +584,26 @@ def test_a_redacted_record_keeps_its_plainly_clean_metadata() -> None:
     assert redact_module._plainly_clean(record.metadata)
     redacted = redact_module.redact_record(record, redact_module.DEFAULT_POLICY, 0)
     assert redacted.metadata == {**record.metadata, "redacted": {"password": 1}}
+
+
+_DATED_TEXT = st.one_of(
+    MIXED_TEXT,
+    st.lists(st.sampled_from(["2024", "2024-05-01", "5", "12", "of", "may", "June", "3rd", "年",
+                              "月", "日", ",", " ", "/", "-", "."]), max_size=10).map("".join),
+)  # fmt: skip
+
+
+@settings(max_examples=800, deadline=None)
+@given(_DATED_TEXT)
+def test_the_year_prefilter_leaves_the_date_cues_of_every_pattern(text: str) -> None:
+    """_date_cues skips its substitutions when no four digits are in a row: every date
+    pattern needs them (its year); without the prefilter, the same cues and text."""
+    text = normalize(text)
+    found = text_module._date_cues(text)
+    always = re.compile("")  # matches every text: the substitutions always run
+    original = text_module._YEAR_RUN_RE
+    text_module._YEAR_RUN_RE = always
+    try:
+        assert text_module._date_cues(text) == found
+    finally:
+        text_module._YEAR_RUN_RE = original
