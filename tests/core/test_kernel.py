@@ -110,6 +110,20 @@ def _edit(cm: CueMap, rnd: random.Random, op: str, i: int) -> None:
         pass
 
 
+def _edited(
+    seed: int, query: list[str], k: int, narrow: bool, edits: list[tuple[str, int]]
+) -> tuple[CueMap, str]:
+    """A built store, asked the query once (the view exists before the edits: it follows
+    them), then edited; and the query's text."""
+    cm = build(seed % 3, 300)
+    text = " ".join(query)
+    by_arrays(cm, text, k, narrow)
+    rnd = random.Random(seed)
+    for op, i in edits:
+        _edit(cm, rnd, op, i)
+    return cm, text
+
+
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     seed=SEEDS,
@@ -125,12 +139,7 @@ def test_kernel_equals_numpy_and_exhaustive_after_edits(
     seed: int, query: list[str], k: int, types: list[str] | None,
     edits: list[tuple[str, int]], narrow: bool,
 ) -> None:  # fmt: skip
-    cm = build(seed % 3, 300)
-    text = " ".join(query)
-    by_arrays(cm, text, k, narrow)  # the view exists before the edits: it follows them
-    rnd = random.Random(seed)
-    for op, i in edits:
-        _edit(cm, rnd, op, i)
+    cm, text = _edited(seed, query, k, narrow, edits)
     expected = ranked(cm, text, k, False, types=types)
     assert_same(by_arrays(cm, text, k, narrow, types=types), expected)
     assert_same(numpy_ranked(cm, text, k, narrow, types=types), expected)
@@ -1155,12 +1164,7 @@ def test_the_views_seq_base_ranks_as_its_maps_do_bit_for_bit(
     instead of reading the view's maps: the same rankings and scores, float for float, as with
     it unset; and it is set exactly while every slot's seq is that (a memory of another
     namespace between two of this one's ends it)."""
-    cm = build(seed % 3, 300)
-    text = " ".join(query)
-    by_arrays(cm, text, k, narrow)  # the view exists before the edits: it follows them
-    rnd = random.Random(seed)
-    for op, i in edits:
-        _edit(cm, rnd, op, i)
+    cm, text = _edited(seed, query, k, narrow, edits)
     if interleaved:
         cm.add("order cache elsewhere", memory_id="there", namespace="other")
         cm.add("order cache here", memory_id="here")
