@@ -31,7 +31,8 @@ enum { M_SEQS, M_WIDTH, M_COUNT, M_VALUES, M_VALUE_TYPE, MEMBER_INTS };
  * (a candidate's cell, a row's update time, type code or seq) prefetch it: at 1M memories those
  * arrays are far larger than the caches and nearly every such read missed them. Recall CPU ms
  * at 1M memories, median, every loop prefetching against none (one store, the builds in turn,
- * 200 bench queries x 5): x0.857 at 32 rows, x0.907 at 16 (paired per query x0.91, x0.93). The
+ * 200 bench queries x 5): x0.857 at 32 rows, x0.907 at 16 (paired per query x0.91, x0.93);
+ * benchmarks/recall_ab.py at 1M, this change alone: x0.796 (x0.824 with --new-first). The
  * loops over the bitmap (collect, keep_only's scan) read ascending slots, which the CPU
  * prefetches itself: prefetching them too measured x1.00; add_marked, prefetching the slots of
  * the marked postings ahead, measured x1.04-1.06 (most of its postings are not marked, and the
