@@ -3792,7 +3792,6 @@ static int add_record_of(PyObject *m) {
     };
     for (int i = 0; i < R_NAMES; i++)
         if ((record_names[i] = PyUnicode_InternFromString(RECORD_NAMES[i])) == NULL) return -1;
-    if (PyDateTimeAPI == NULL) PyDateTime_IMPORT; /* as record_rows does */
     return PyModule_AddFunctions(m, defs);
 }
 

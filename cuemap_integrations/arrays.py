@@ -932,13 +932,18 @@ def _ranking(view: ArrayView, scorer: FastScorer, min_score: float | None) -> ke
     """What :func:`kernel.rank` scores by: ``scorer``'s prior (as :func:`_priors` computes it,
     by the view's type codes; one bonus for all when they all have the same, so the kernel
     reads no type code), and ``min_score`` less the margin (as :func:`_ranked_walk` cuts)."""
-    bonus = [scorer.type_bonus.get(name, 0.0) for name in view.type_codes] or [0.0]
-    if bonus.count(bonus[0]) == len(bonus):
-        bonus = bonus[:1]
+    bonus = _type_bonuses(view, scorer)
     return kernel.Ranking(
         scorer.now_ts, scorer.per_second, scorer.w_recency, _np().array(bonus), scorer.prior_max,
         -math.inf if min_score is None else min_score - _EPSILON,
     )  # fmt: skip
+
+
+def _type_bonuses(view: ArrayView, scorer: FastScorer) -> list[float]:
+    """``scorer``'s bonus of each of the view's type codes (the codes number the types in the
+    order the dict holds them), or the one bonus of all when they all have the same."""
+    bonus = [scorer.type_bonus.get(name, 0.0) for name in view.type_codes] or [0.0]
+    return bonus[:1] if bonus.count(bonus[0]) == len(bonus) else bonus
 
 
 def _reach_from(scorer: FastScorer, k: int) -> int:
@@ -1291,28 +1296,26 @@ def _saturated(raw: Any, cfg: RecallConfig) -> Any:
 
 def _priors(view: ArrayView, cand: Any, scorer: FastScorer, *, with_bonus: bool = False) -> Any:
     np = _np()
-    # by type code (the codes number the types in the order the dict holds them)
-    bonus = [scorer.type_bonus.get(name, 0.0) for name in view.type_codes] or [0.0]
-    if bonus.count(bonus[0]) == len(bonus):  # one type bonus for all: no per-slot read
-        prior: Any = bonus[0]  # a number: added to an array, the sums of an array of it
-    else:
-        prior = np.array(bonus)[view.type_code[cand]]
     if scorer.w_recency and kernel.available():
         # the kernel's prior (libm's exp2) whenever it is built, not only when recall takes the
         # kernel path: NumPy's exp2 is 1 ulp apart on ~5% of inputs on an AVX-512 CPU, and a
         # bound or a tie must be the same float whichever path computed it (cm_priors)
         cand = np.ascontiguousarray(cand, dtype=np.int64)
-        prior = kernel.priors(view, cand, _ranking(view, scorer, None))
-    elif scorer.w_recency:
-        # computed in place in one array: with a few thousand candidates each temporary array
-        # cost as much as its operation (in place: x0.36 of the time, the same floats)
-        recency = scorer.now_ts - view.updated[cand]
-        np.maximum(recency, 0.0, out=recency)
-        recency *= -scorer.per_second
-        np.exp2(recency, out=recency)  # 0.5 ** x, faster
-        recency *= scorer.w_recency
-        recency += prior
-        prior = recency
+        prior: Any = kernel.priors(view, cand, _ranking(view, scorer, None))
+    else:
+        bonus = _type_bonuses(view, scorer)
+        # one type bonus for all: no per-slot read, a number added to an array
+        prior = bonus[0] if len(bonus) == 1 else np.array(bonus)[view.type_code[cand]]
+        if scorer.w_recency:  # without the kernel
+            # computed in place in one array: with a few thousand candidates each temporary array
+            # cost as much as its operation (in place: x0.36 of the time, the same floats)
+            recency = scorer.now_ts - view.updated[cand]
+            np.maximum(recency, 0.0, out=recency)
+            recency *= -scorer.per_second
+            np.exp2(recency, out=recency)  # 0.5 ** x, faster
+            recency *= scorer.w_recency
+            recency += prior
+            prior = recency
     if not isinstance(prior, np.ndarray):  # recency off: the one bonus, for each candidate
         prior = np.full(len(cand), prior)
     if scorer.w_freq:

@@ -914,19 +914,19 @@ def _builtin_parts(
     ) -> list[float]:
         if name == "cue":
             return [w * cue.get(seq, 0.0) for seq in seqs]
-        if name == "session":
-            answers = [seq in cue or seq in content or seq in tag for seq in seqs]
+        if name == "session":  # answers: the memory matched the query itself too
+            answers = (seq in cue or seq in content or seq in tag for seq in seqs)
             return [
                 w * session_value(session.get(seq, 0.0), answer, cfg)
                 for seq, answer in zip(seqs, answers, strict=True)
-            ]
+            ]  # fmt: skip
         if name == "tag":
             return [w * tag.get(seq, 0.0) for seq in seqs]
         if name == "content":
             return [w * content.get(seq, 0.0) for seq in seqs]
         if name == "recency":
-            ages = [(now - r.updated_at).total_seconds() / _SECONDS_PER_DAY for r in records]
-            return [w * recency_value(age, half_life) for age in ages]
+            days = ((now - r.updated_at).total_seconds() / _SECONDS_PER_DAY for r in records)
+            return [w * recency_value(age, half_life) for age in days]
         if name == "frequency":
             return [w * -math.log1p(count) for count in counts]
         # type (an enum member's _value_: its .value is a property, ~4x slower)
