@@ -46,12 +46,41 @@
 #define IS_UPPER(c) ((c) >= 'A' && (c) <= 'Z')
 #define IS_LOWER(c) ((c) >= 'a' && (c) <= 'z')
 #define IS_DIGIT(c) ((c) >= '0' && (c) <= '9')
-#define IS_LETTER(c) (IS_UPPER(c) || IS_LOWER(c))
-#define IS_ALNUM(c) (IS_LETTER(c) || IS_DIGIT(c))
-#define IS_AW(c) (IS_ALNUM(c) || (c) == '_') /* text._AW: an ASCII word character */
-#define IS_ID_SEP(c) ((c) == '-' || (c) == '.' || (c) == '/' || (c) == ':' || (c) == '@')
-#define IS_NAME_SEP(c) ((c) == '-' || (c) == '.' || (c) == ':' || (c) == '@')
-#define IS_PART_SEP(c) ((c) == '-' || (c) == '.' || (c) == '_' || (c) == ':' || (c) == '@')
+
+/* A byte's classes, one load: the scans test every byte of a text, and IS_AW as four range
+ * tests was most of identifier_end and name_token_end (~4 % of derive_plain). Filled by
+ * fill_classes at import. */
+enum {
+    C_UPPER = 1,
+    C_LOWER = 2,
+    C_DIGIT = 4,
+    C_UNDER = 8,   /* "_" */
+    C_SEP = 16,    /* - . : @ (the separators of identifiers and names but "/") */
+    C_SLASH = 32,  /* "/" */
+    C_TICK = 64,   /* "`" */
+    C_BLANK = 128, /* what normalize turns into a space: a control character or a space */
+};
+#define C_ALNUM (C_UPPER | C_LOWER | C_DIGIT)
+#define C_AW (C_ALNUM | C_UNDER)
+static unsigned char CLASS[256];
+#define CLS(c) CLASS[(unsigned char)(c)]
+
+static void fill_classes(void) {
+    for (int c = 0; c < 256; c++) {
+        CLASS[c] = (unsigned char)((IS_UPPER(c) ? C_UPPER : 0) | (IS_LOWER(c) ? C_LOWER : 0) |
+                                   (IS_DIGIT(c) ? C_DIGIT : 0) | (c == '_' ? C_UNDER : 0) |
+                                   (c == '-' || c == '.' || c == ':' || c == '@' ? C_SEP : 0) |
+                                   (c == '/' ? C_SLASH : 0) | (c == '`' ? C_TICK : 0) |
+                                   (c <= ' ' || c == 0x7f ? C_BLANK : 0));
+    }
+}
+
+#define IS_LETTER(c) ((CLS(c) & (C_UPPER | C_LOWER)) != 0)
+#define IS_ALNUM(c) ((CLS(c) & C_ALNUM) != 0)
+#define IS_AW(c) ((CLS(c) & C_AW) != 0) /* text._AW: an ASCII word character */
+#define IS_ID_SEP(c) ((CLS(c) & (C_SEP | C_SLASH)) != 0)
+#define IS_NAME_SEP(c) ((CLS(c) & C_SEP) != 0)
+#define IS_PART_SEP(c) ((CLS(c) & (C_SEP | C_UNDER)) != 0)
 
 /* ---------------------------------------------------------------------------------------- */
 /* Arguments and results                                                                     */
@@ -318,23 +347,29 @@ static PyObject *textc_drop_apostrophes(PyObject *self, PyObject *text) {
 }
 
 /* End of the text._ASCII_ID_RE match at i, or -1 when none starts there. An optional "/"
- * (not after a word character, ":" or "/"), word characters, then separator + word runs. */
-static Py_ssize_t identifier_end(const char *d, Py_ssize_t m, Py_ssize_t i) {
+ * (not after a word character, ":" or "/"), word characters, then separator + word runs.
+ * *classes: the classes (C_*) of the match's bytes, or'ed. */
+static Py_ssize_t identifier_end(const char *d, Py_ssize_t m, Py_ssize_t i, unsigned *classes) {
     Py_ssize_t j;
+    unsigned seen = CLS(d[i]), c;
     if (d[i] == '/') {
         if (i > 0 && (IS_AW(d[i - 1]) || d[i - 1] == ':' || d[i - 1] == '/')) return -1;
         if (i + 1 >= m || !IS_AW(d[i + 1])) return -1;
         j = i + 1;
-    } else if (IS_AW(d[i])) {
-        j = i;
+    } else if (seen & C_AW) {
+        j = i + 1;
     } else {
         return -1;
     }
-    while (j < m && IS_AW(d[j])) j++;
-    while (j + 1 < m && IS_ID_SEP(d[j]) && IS_AW(d[j + 1])) {
-        j++;
-        while (j < m && IS_AW(d[j])) j++;
+    for (;;) {
+        while (j < m && ((c = CLS(d[j])) & C_AW)) {
+            seen |= c;
+            j++;
+        }
+        if (!(j + 1 < m && IS_ID_SEP(d[j]) && IS_AW(d[j + 1]))) break;
+        seen |= CLS(d[j++]);
     }
+    *classes = seen;
     return j;
 }
 
@@ -345,8 +380,9 @@ static PyObject *tokens_of(const char *t, Py_ssize_t n) {
     Py_ssize_t m = drop_into(t, n, d);
     PyObject *out = PyList_New(0);
     if (out == NULL) goto fail;
+    unsigned classes;
     for (Py_ssize_t i = 0; i < m;) {
-        Py_ssize_t end = identifier_end(d, m, i);
+        Py_ssize_t end = identifier_end(d, m, i, &classes);
         if (end < 0) {
             i++;
             continue;
@@ -749,7 +785,10 @@ static Py_ssize_t simple_quotes(const char *u, Py_ssize_t n, char mark, Quote *o
  * only closing quote to test. */
 static Py_ssize_t single_quotes(const char *u, Py_ssize_t n, Quote *out, Py_ssize_t k) {
     for (Py_ssize_t p = 0; p < n; p++) {
-        if (u[p] != '\'' || (p >= 1 && IS_AW(u[p - 1]))) continue;
+        const char *quote = memchr(u + p, '\'', (size_t)(n - p));
+        if (quote == NULL) break;
+        p = quote - u;
+        if (p >= 1 && IS_AW(u[p - 1])) continue;
         if (p + 1 >= n || u[p + 1] == '\'' || IS_SPACE(u[p + 1])) continue;
         const char *close = p + 2 < n ? memchr(u + p + 2, '\'', (size_t)(n - p - 2)) : NULL;
         if (close == NULL) break; /* no later quote: nothing more can match */
@@ -826,7 +865,10 @@ static PyObject *quoted_of(const char *t, Py_ssize_t n, PyObject *stop) {
         PyErr_NoMemory();
         goto done;
     }
-    unfence(t, n, u);
+    if (memchr(t, '`', (size_t)n) != NULL)
+        unfence(t, n, u);
+    else
+        memcpy(u, t, (size_t)n); /* no fence to blank: spares unfence's test of every byte */
     k = simple_quotes(u, n, '"', found, k);
     k = single_quotes(u, n, found, k);
     k = simple_quotes(u, n, '`', found, k);
@@ -946,14 +988,20 @@ static PyObject *names_of(const char *d, Py_ssize_t m, PyObject *stop, PyObject 
         PyErr_SetString(PyExc_ValueError, "text without '/' only");
         return NULL;
     }
-    /* a run's words are separate tokens, so at most (m + 1) / 2 of them */
-    NameWord *run = PyMem_Calloc((size_t)(m / 2 + 1), sizeof(NameWord));
+    /* a run's words are separate tokens, so at most (m + 1) / 2 of them; a memory's fit on
+     * the stack (PyMem_Calloc of room for them was 10 % of names_of) */
+    NameWord small[128];
+    NameWord *run = m / 2 + 1 <= 128 ? small : PyMem_Malloc(sizeof(NameWord) * (size_t)(m / 2 + 1));
     PyObject *cues = PyList_New(0);
     if (run == NULL || cues == NULL) goto fail;
     for (Py_ssize_t i = 0; i < m;) {
         Py_ssize_t e = name_token_end(d, m, i);
         if (e < 0) {
-            i++;
+            /* nor can one start inside the word characters that follow: each comes after one */
+            if (IS_AW(d[i]))
+                while (++i < m && IS_AW(d[i]));
+            else
+                i++;
             continue;
         }
         for (Py_ssize_t start = i;;) { /* the candidate: tokens separated by spaces or tabs */
@@ -978,12 +1026,12 @@ static PyObject *names_of(const char *d, Py_ssize_t m, PyObject *stop, PyObject 
         }
         i = e;
     }
-    PyMem_Free(run);
+    if (run != small) PyMem_Free(run);
     return cues;
 fail:
     if (run != NULL) {
         clear_run(run, &size);
-        PyMem_Free(run);
+        if (run != small) PyMem_Free(run);
     }
     Py_XDECREF(cues);
     return NULL;
@@ -1117,6 +1165,47 @@ static PyTypeObject StemMemoType;
 #define HASH_BYTES(p, n) _Py_HashBytes((p), (n)) /* hash() of an ASCII str of those bytes */
 #endif
 
+/* The memo's own hash of a word, which nothing else reads (an entry's hash only steers its
+ * table's probes): siphash of every word was ~8 % of derive_plain's instructions. Seeded by
+ * str's hash at import, so which words collide differs from process to process (unless
+ * PYTHONHASHSEED fixes it). Every byte reaches the mix (loads that overlap for sizes not a
+ * multiple of 8), and a word of 8 bytes or fewer gets a hash no other word of its size has. */
+static uint64_t memo_seed;
+
+static uint64_t load64(const char *p) {
+    uint64_t x;
+    memcpy(&x, p, 8);
+    return x;
+}
+
+static uint64_t load32(const char *p) {
+    uint32_t x;
+    memcpy(&x, p, 4);
+    return x;
+}
+
+static uint64_t mix64(uint64_t h) {
+    h ^= h >> 32;
+    h *= 0xd6e8feb86659fd93ULL;
+    h ^= h >> 32;
+    return h;
+}
+
+static Py_hash_t word_hash(const char *p, Py_ssize_t n) {
+    uint64_t h = memo_seed ^ ((uint64_t)n * 0x9e3779b97f4a7c15ULL), x;
+    if (n > 8) {
+        for (; n > 8; p += 8, n -= 8) h = mix64(h ^ load64(p)) * 0xbf58476d1ce4e5b9ULL;
+        x = load64(p + n - 8);
+    } else if (n >= 4) {
+        x = load32(p) | (load32(p + n - 4) << 32);
+    } else {
+        x = n == 0 ? 0
+                   : (uint64_t)(unsigned char)p[0] | ((uint64_t)(unsigned char)p[n / 2] << 8) |
+                         ((uint64_t)(unsigned char)p[n - 1] << 16);
+    }
+    return (Py_hash_t)mix64(h ^ x);
+}
+
 static int table_init(Table *t, Py_ssize_t cap) {
     Py_ssize_t size = 8;
     while (size <= cap + cap / 2) size *= 2; /* at most 2/3 full */
@@ -1190,7 +1279,7 @@ static long word_flags(StemMemo *m, PyObject *word) {
  * NULL), added on a miss: copied from the older generation, or fn called. Valid until the next
  * call; NULL on error. */
 static Entry *memo_entry(StemMemo *m, const char *p, Py_ssize_t n, PyObject *key) {
-    Py_hash_t h = HASH_BYTES(p, n);
+    Py_hash_t h = word_hash(p, n);
     Entry *e = table_find(&m->young, h, p, n);
     if (e != NULL) return e;
     PyObject *word, *stem;
@@ -1316,26 +1405,31 @@ typedef struct {
     PyObject *stems, *terms, *salient;
 } Visit;
 
-/* text._is_salient_word of a word that is no stop word, from its bytes and flags. */
-static int salient_bytes(const char *w, Py_ssize_t n, long flags) {
-    int digits = salient_shape(w, n);
+#define SHAPE_UNKNOWN 2 /* no salient_shape value */
+
+/* text._is_salient_word of a word that is no stop word, from its bytes and flags (shape: its
+ * salient_shape, or SHAPE_UNKNOWN). */
+static int salient_bytes(const char *w, Py_ssize_t n, long flags, int shape) {
+    int digits = shape == SHAPE_UNKNOWN ? salient_shape(w, n) : shape;
     if (digits < 0 || (flags & (WORD_CALENDAR | WORD_WEB))) return 0;
     return n >= 3 || digits;
 }
 
-static int visit_word(Visit *v, const char *w, Py_ssize_t n) {
+/* The word w[0:n]: its stem into stems and, unless it is a stop word, terms and (if salient)
+ * salient. shape: salient_shape(w, n), or SHAPE_UNKNOWN to have it computed when needed. */
+static int visit_word(Visit *v, const char *w, Py_ssize_t n, int shape) {
     Entry *e = memo_entry(v->memo, w, n, NULL);
     if (e == NULL || PySet_Add(v->stems, e->stem) < 0) return -1;
     long flags = (long)(e->info & 7);
     if (flags & WORD_STOP) return 0;
     if (PyList_Append(v->terms, e->stem) < 0) return -1;
-    if (v->salient != NULL && salient_bytes(w, n, flags))
+    if (v->salient != NULL && salient_bytes(w, n, flags, shape))
         return PyList_Append(v->salient, e->word);
     return 0;
 }
 
 static int visit_piece(void *v, const char *w, Py_ssize_t n) {
-    return visit_word((Visit *)v, w, n);
+    return visit_word((Visit *)v, w, n, SHAPE_UNKNOWN);
 }
 
 /* visit_word of seg[0:n]'s atoms (append_atoms' pieces). */
@@ -1343,15 +1437,25 @@ static int visit_atoms(Visit *v, const char *seg, Py_ssize_t n) {
     return for_atoms(seg, n, v, visit_piece);
 }
 
-/* visit_word of the token t[0:n] and then of its parts (append_words' words). */
-static int visit_token(Visit *v, const char *t, Py_ssize_t n) {
-    if (visit_word(v, t, n) < 0) return -1;
-    if (memchr(t, '/', (size_t)n) == NULL) return visit_atoms(v, t, n);
+/* salient_shape of a token from its classes (identifier_end's): the token is made of word
+ * characters and separators only. */
+static int token_shape(unsigned classes) {
+    if (classes & (C_SEP | C_SLASH | C_UNDER)) return -1;
+    if (!(classes & (C_UPPER | C_LOWER))) return -1; /* digits only */
+    return (classes & C_DIGIT) != 0;
+}
+
+/* visit_word of the token t[0:n] (classes: its bytes', or'ed) and then of its parts
+ * (append_words' words). The classes spare most tokens (plain words) the scans for parts. */
+static int visit_token(Visit *v, const char *t, Py_ssize_t n, unsigned classes) {
+    if (visit_word(v, t, n, token_shape(classes)) < 0) return -1;
+    if (!(classes & (C_SEP | C_UNDER | C_SLASH))) return 0; /* no part: for_atoms finds none */
+    if (!(classes & C_SLASH)) return visit_atoms(v, t, n);
     Py_ssize_t start = 0;
     for (Py_ssize_t i = 0; i <= n; i++) {
         if (i == n || t[i] == '/') {
-            if (i > start &&
-                (visit_word(v, t + start, i - start) < 0 || visit_atoms(v, t + start, i - start) < 0))
+            if (i > start && (visit_word(v, t + start, i - start, SHAPE_UNKNOWN) < 0 ||
+                              visit_atoms(v, t + start, i - start) < 0))
                 return -1;
             start = i + 1;
         }
@@ -1367,17 +1471,22 @@ static int memo_words(Visit *v, const char *t, Py_ssize_t n, int *identifiers) {
     }
     Py_ssize_t m = drop_into(t, n, d);
     int rc = 0;
-    *identifiers = 0;
+    unsigned classes, all = 0;
     for (Py_ssize_t i = 0; i < m && rc == 0;) {
-        Py_ssize_t end = identifier_end(d, m, i);
+        if (!(CLS(d[i]) & (C_AW | C_SLASH))) { /* no token starts here */
+            i++;
+            continue;
+        }
+        Py_ssize_t end = identifier_end(d, m, i, &classes);
         if (end < 0) {
             i++;
             continue;
         }
-        for (Py_ssize_t k = i; k < end; k++) *identifiers |= !IS_ALNUM(d[k]);
-        rc = visit_token(v, d + i, end - i);
+        all |= classes;
+        rc = visit_token(v, d + i, end - i, classes);
         i = end;
     }
+    *identifiers = (all & (C_SEP | C_SLASH | C_UNDER)) != 0; /* a token not all alphanumeric */
     PyMem_Free(d);
     return rc;
 }
@@ -3838,6 +3947,8 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__textc(void) {
+    fill_classes();
+    memo_seed = (uint64_t)HASH_BYTES("cuemap_integrations._textc.StemMemo", 35);
     if (PyType_Ready(&StemMemoType) < 0) return NULL;
     if ((SEQS_NAME = PyUnicode_InternFromString("_seqs")) == NULL ||
         (VALUES_NAME = PyUnicode_InternFromString("_values")) == NULL ||
