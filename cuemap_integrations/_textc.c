@@ -678,55 +678,175 @@ static int valid_cue(PyObject *cue) {
     return 0;
 }
 
+/* The cues first_valid keeps, in order, each once: an open-addressing set of str (by hash, as
+ * a set compares them) over the kept array, on the stack for a memory's cues. A set of them
+ * and the list appends were ~60 % of first_valid. Borrowed: the caller's buckets hold them. */
+#define KEPT_SMALL 64
+typedef struct {
+    PyObject **cues;   /* the kept cues, in order */
+    Py_hash_t *hashes; /* theirs */
+    int32_t *index;    /* slot -> position in cues, or -1 */
+    Py_ssize_t used, cap, mask;
+    PyObject *small_cues[KEPT_SMALL];
+    Py_hash_t small_hashes[KEPT_SMALL];
+    int32_t small_index[2 * KEPT_SMALL];
+} Kept;
+
+static void kept_init(Kept *k) {
+    k->cues = k->small_cues;
+    k->hashes = k->small_hashes;
+    k->index = k->small_index;
+    k->used = 0;
+    k->cap = KEPT_SMALL;
+    k->mask = 2 * KEPT_SMALL - 1;
+    memset(k->small_index, 0xff, sizeof k->small_index);
+}
+
+static void kept_free(Kept *k) {
+    if (k->cues == k->small_cues) return;
+    PyMem_Free(k->cues);
+    PyMem_Free(k->hashes);
+    PyMem_Free(k->index);
+}
+
+/* Whether str a equals str b as a set finds it (1, 0; -1 on error): equal exact strs have the
+ * same kind and code units. */
+static int same_cue(PyObject *a, PyObject *b) {
+    if (a == b) return 1;
+    if (!PyUnicode_CheckExact(a) || !PyUnicode_CheckExact(b))
+        return PyObject_RichCompareBool(a, b, Py_EQ);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(a);
+    int kind = PyUnicode_KIND(a);
+    return n == PyUnicode_GET_LENGTH(b) && kind == PyUnicode_KIND(b) &&
+           memcmp(PyUnicode_DATA(a), PyUnicode_DATA(b), (size_t)n * (size_t)kind) == 0;
+}
+
+/* The slot of cue (hash h): the one holding an equal cue, or the empty one it would take
+ * (*found says which); -1 on error. */
+static Py_ssize_t kept_slot(const Kept *k, PyObject *cue, Py_hash_t h, int *found) {
+    size_t i = (size_t)h & (size_t)k->mask, perturb = (size_t)h;
+    for (;;) {
+        int32_t at = k->index[i];
+        if (at < 0) {
+            *found = 0;
+            return (Py_ssize_t)i;
+        }
+        if (k->hashes[at] == h) {
+            int eq = same_cue(k->cues[at], cue);
+            if (eq != 0) {
+                *found = 1;
+                return eq < 0 ? -1 : (Py_ssize_t)i;
+            }
+        }
+        perturb >>= 5;
+        i = (i * 5 + perturb + 1) & (size_t)k->mask;
+    }
+}
+
+/* Twice the room, the kept cues in a new index. -1 on error. */
+static int kept_grow(Kept *k) {
+    Py_ssize_t cap = k->cap * 2, slots = 2 * cap;
+    if (cap > INT32_MAX / 2) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    PyObject **cues = PyMem_Malloc(sizeof(PyObject *) * (size_t)cap);
+    Py_hash_t *hashes = PyMem_Malloc(sizeof(Py_hash_t) * (size_t)cap);
+    int32_t *index = PyMem_Malloc(sizeof(int32_t) * (size_t)slots);
+    if (cues == NULL || hashes == NULL || index == NULL) {
+        PyMem_Free(cues);
+        PyMem_Free(hashes);
+        PyMem_Free(index);
+        PyErr_NoMemory();
+        return -1;
+    }
+    memcpy(cues, k->cues, sizeof(PyObject *) * (size_t)k->used);
+    memcpy(hashes, k->hashes, sizeof(Py_hash_t) * (size_t)k->used);
+    memset(index, 0xff, sizeof(int32_t) * (size_t)slots);
+    kept_free(k);
+    k->cues = cues;
+    k->hashes = hashes;
+    k->index = index;
+    k->cap = cap;
+    k->mask = slots - 1;
+    for (Py_ssize_t at = 0; at < k->used; at++) { /* distinct: each takes the first empty slot */
+        size_t i = (size_t)hashes[at] & (size_t)k->mask, perturb = (size_t)hashes[at];
+        while (index[i] >= 0) {
+            perturb >>= 5;
+            i = (i * 5 + perturb + 1) & (size_t)k->mask;
+        }
+        index[i] = (int32_t)at;
+    }
+    return 0;
+}
+
+/* Keep cue unless an equal one is kept: 0 or -1 on error. */
+static int kept_add(Kept *k, PyObject *cue) {
+    Py_hash_t h = PyObject_Hash(cue);
+    int found;
+    if (h == -1) return -1;
+    Py_ssize_t slot = kept_slot(k, cue, h, &found);
+    if (slot < 0) return -1;
+    if (found) return 0;
+    if (k->used == k->cap) {
+        if (kept_grow(k) < 0) return -1;
+        slot = kept_slot(k, cue, h, &found); /* the empty slot in the new index */
+    }
+    k->index[slot] = (int32_t)k->used;
+    k->cues[k->used] = cue;
+    k->hashes[k->used++] = h;
+    return 0;
+}
+
 /* first_valid(buckets, limit, worded): text._first_valid: the cues of the buckets in order,
  * valid (the last ``worded`` buckets: 128 characters at most), without duplicates, at most
  * ``limit``. */
-static PyObject *first_valid_of(PyObject *buckets, Py_ssize_t limit, Py_ssize_t worded);
+static PyObject *first_valid_of(PyObject *const *buckets, Py_ssize_t count, Py_ssize_t limit,
+                                Py_ssize_t worded);
 
 static PyObject *textc_first_valid(PyObject *self, PyObject *args) {
     PyObject *buckets;
     Py_ssize_t limit, worded;
     if (!PyArg_ParseTuple(args, "Onn:first_valid", &buckets, &limit, &worded)) return NULL;
-    return first_valid_of(buckets, limit, worded);
-}
-
-/* text._first_valid(buckets, limit, worded=worded): a new list. */
-static PyObject *first_valid_of(PyObject *buckets, Py_ssize_t limit, Py_ssize_t worded) {
-    PyObject *seen = NULL, *out = NULL, *fast = NULL;
     PyObject *all = PySequence_Fast(buckets, "buckets: expected a sequence");
     if (all == NULL) return NULL;
-    Py_ssize_t count = PySequence_Fast_GET_SIZE(all), split = count - worded;
-    if ((seen = PySet_New(NULL)) == NULL || (out = PyList_New(0)) == NULL) goto fail;
-    for (Py_ssize_t b = 0; b < count && PyList_GET_SIZE(out) < limit; b++) {
-        fast = PySequence_Fast(PySequence_Fast_GET_ITEM(all, b), "a bucket: expected a sequence");
-        if (fast == NULL) goto fail;
+    PyObject *out = first_valid_of(PySequence_Fast_ITEMS(all), PySequence_Fast_GET_SIZE(all),
+                                   limit, worded);
+    Py_DECREF(all);
+    return out;
+}
+
+/* text._first_valid(buckets[0:count], limit, worded=worded): a new list. */
+static PyObject *first_valid_of(PyObject *const *buckets, Py_ssize_t count, Py_ssize_t limit,
+                                Py_ssize_t worded) {
+    PyObject *out = NULL, *fast = NULL;
+    Py_ssize_t split = count - worded;
+    Kept kept;
+    kept_init(&kept);
+    for (Py_ssize_t b = 0; b < count && kept.used < limit; b++) {
+        fast = PySequence_Fast(buckets[b], "a bucket: expected a sequence");
+        if (fast == NULL) goto done;
         for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(fast); i++) {
             PyObject *cue = PySequence_Fast_GET_ITEM(fast, i);
             if (!PyUnicode_Check(cue)) {
                 PyErr_SetString(PyExc_TypeError, "a cue: expected str");
-                goto fail;
+                goto done;
             }
 #if PY_VERSION_HEX < 0x030C0000
-            if (PyUnicode_READY(cue) < 0) goto fail;
+            if (PyUnicode_READY(cue) < 0) goto done;
 #endif
             if (b < split ? !valid_cue(cue) : PyUnicode_GET_LENGTH(cue) > 128) continue;
-            int found = PySet_Contains(seen, cue);
-            if (found < 0) goto fail;
-            if (found) continue;
-            if (PySet_Add(seen, cue) < 0 || PyList_Append(out, cue) < 0) goto fail;
-            if (PyList_GET_SIZE(out) >= limit) break;
+            if (kept_add(&kept, cue) < 0) goto done;
+            if (kept.used >= limit) break;
         }
         Py_CLEAR(fast);
     }
-    Py_DECREF(all);
-    Py_DECREF(seen);
-    return out;
-fail:
+    if ((out = PyList_New(kept.used)) != NULL)
+        for (Py_ssize_t i = 0; i < kept.used; i++) PyList_SET_ITEM(out, i, Py_NewRef(kept.cues[i]));
+done:
     Py_XDECREF(fast);
-    Py_DECREF(all);
-    Py_XDECREF(seen);
-    Py_XDECREF(out);
-    return NULL;
+    kept_free(&kept);
+    return out;
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -1603,21 +1723,19 @@ static PyObject *derive_core(PyObject *content, PyObject *text, PyObject *rest, 
                              PyObject *hosts, PyObject *numbers, PyObject *dates,
                              Py_ssize_t limit, PyObject **sets, PyObject *memo) {
     PyObject *stop = sets[0], *calendar = sets[1], *units = sets[2], *web = sets[3];
-    PyObject *parts[5] = {NULL, NULL, NULL, NULL, NULL}, *found = NULL, *buckets = NULL;
-    PyObject *none = NULL, *cues = NULL, *result = NULL;
+    PyObject *parts[5] = {NULL, NULL, NULL, NULL, NULL}, *found = NULL;
+    PyObject *cues = NULL, *result = NULL;
     if (text_parts(text, rest, stop, calendar, web, memo, parts) < 0) goto done;
     found = names == Py_None ? content_names(content, stop, calendar, units) : Py_NewRef(names);
-    if (found == NULL || (none = PyList_New(0)) == NULL) goto done;
+    if (found == NULL) goto done;
     /* derive_cues' order: quoted, identifiers, hosts, numbers, dates, names, Chinese (none in
-     * ASCII text), salient words; the last five hold only worded cues */
-    buckets = PyTuple_Pack(8, parts[0], parts[1], hosts, numbers, dates, found, none, parts[2]);
-    if (buckets == NULL || (cues = first_valid_of(buckets, limit, 5)) == NULL) goto done;
+     * ASCII text: left out), salient words; the last four here hold only worded cues */
+    PyObject *buckets[7] = {parts[0], parts[1], hosts, numbers, dates, found, parts[2]};
+    if ((cues = first_valid_of(buckets, 7, limit, 4)) == NULL) goto done;
     result = PyTuple_Pack(3, cues, parts[3], parts[4]);
 done:
     for (int i = 0; i < 5; i++) Py_XDECREF(parts[i]);
     Py_XDECREF(found);
-    Py_XDECREF(none);
-    Py_XDECREF(buckets);
     Py_XDECREF(cues);
     return result;
 }
