@@ -1030,9 +1030,48 @@ typedef struct {
     int common;     /* its lower case is a stop or calendar word (text._is_common) */
 } NameWord;
 
+typedef struct StemMemo StemMemo; /* the stem memo (below) */
+
+/* What a memo entry also knows of its word: the word lists it is in (the memo's own sets). */
+#define WORD_STOP 1L
+#define WORD_CALENDAR 2L
+#define WORD_WEB 4L
+#define WORD_UNIT 8L
+#define WORD_FLAGS 15u
+
+/* The WORD_* flags the stem memo holds for ASCII word p[0:n] (it adds none); -1 for a word
+ * it does not hold. */
+static long memo_flags(StemMemo *m, const char *p, Py_ssize_t n);
+
+#define NAME_FOLD_MAX 64 /* the longest name word folded on the stack */
+
+/* Whether the lower case f[0:n] of a name word is a unit (*unit) or a stop or calendar word
+ * (*common), from the memo's flags when it holds the word (memo: a StemMemo of these lists,
+ * or NULL), else from the lists: a name's words are words of the text, which the memo met
+ * just before (three set lookups of a new str for each were ~25 % of names_of). -1 on error. */
+static int name_lists(const char *f, Py_ssize_t n, PyObject *stop, PyObject *calendar,
+                      PyObject *units, StemMemo *memo, int *unit, int *common) {
+    long flags = memo == NULL ? -1 : memo_flags(memo, f, n);
+    if (flags >= 0) {
+        *unit = (flags & WORD_UNIT) != 0;
+        *common = (flags & (WORD_STOP | WORD_CALENDAR)) != 0;
+        return 0;
+    }
+    PyObject *folded = ascii_str(f, n);
+    if (folded == NULL) return -1;
+    int found = PySet_Contains(units, folded); /* "10 GB": a unit, not a name */
+    int is_common = found != 0 ? 0 : PySet_Contains(stop, folded);
+    if (found == 0 && is_common == 0) is_common = PySet_Contains(calendar, folded);
+    Py_DECREF(folded);
+    if (found < 0 || is_common < 0) return -1;
+    *unit = found;
+    *common = is_common;
+    return 0;
+}
+
 /* Classify d[i:e]: 1 and *out filled for a name word (text._is_name_word), 0 if not, -1. */
 static int name_word(const char *d, Py_ssize_t i, Py_ssize_t e, PyObject *stop,
-                     PyObject *calendar, PyObject *units, NameWord *out) {
+                     PyObject *calendar, PyObject *units, StemMemo *memo, NameWord *out) {
     int lower = 0, upper = 0;
     for (Py_ssize_t k = i; k < e; k++) {
         lower |= IS_LOWER(d[k]);
@@ -1040,15 +1079,17 @@ static int name_word(const char *d, Py_ssize_t i, Py_ssize_t e, PyObject *stop,
     }
     int capitalized = IS_UPPER(d[i]) && lower, acronym = !lower && upper >= 2;
     if (!capitalized && !acronym) return 0;
-    PyObject *folded = PyUnicode_New(e - i, 127);
-    if (folded == NULL) return -1;
-    char *f = (char *)PyUnicode_1BYTE_DATA(folded);
+    char small[NAME_FOLD_MAX];
+    char *f = e - i <= NAME_FOLD_MAX ? small : PyMem_Malloc((size_t)(e - i));
+    if (f == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
     for (Py_ssize_t k = i; k < e; k++) f[k - i] = IS_UPPER(d[k]) ? d[k] + ('a' - 'A') : d[k];
-    int found = PySet_Contains(units, folded); /* "10 GB": a unit, not a name */
-    int common = found != 0 ? 0 : PySet_Contains(stop, folded);
-    if (found == 0 && common == 0) common = PySet_Contains(calendar, folded);
-    Py_DECREF(folded);
-    if (found < 0 || common < 0) return -1;
+    int found, common;
+    int rc = name_lists(f, e - i, stop, calendar, units, memo, &found, &common);
+    if (f != small) PyMem_Free(f);
+    if (rc < 0) return -1;
     if (found) return 0;
     if ((out->word = ascii_str(d + i, e - i)) == NULL) return -1;
     out->common = common;
@@ -1087,7 +1128,7 @@ static void clear_run(NameWord *run, Py_ssize_t *n) {
  * without "/" whose apostrophes are already dropped: [c for run in _ascii_name_runs(text) for
  * c in _run_cues(run)]. */
 static PyObject *names_of(const char *d, Py_ssize_t m, PyObject *stop, PyObject *calendar,
-                          PyObject *units);
+                          PyObject *units, StemMemo *memo);
 
 static PyObject *textc_name_cues(PyObject *self, PyObject *args) {
     PyObject *text, *stop, *calendar, *units;
@@ -1097,12 +1138,13 @@ static PyObject *textc_name_cues(PyObject *self, PyObject *args) {
     if (ascii_arg(text, &d, &m) < 0 || set_arg(stop, "stop_words") < 0 ||
         set_arg(calendar, "calendar_words") < 0 || set_arg(units, "units") < 0)
         return NULL;
-    return names_of(d, m, stop, calendar, units);
+    return names_of(d, m, stop, calendar, units, NULL);
 }
 
-/* The name cues of ASCII d[0:m] without "/" whose apostrophes are dropped: a new list. */
+/* The name cues of ASCII d[0:m] without "/" whose apostrophes are dropped (memo: a StemMemo
+ * of these lists, or NULL): a new list. */
 static PyObject *names_of(const char *d, Py_ssize_t m, PyObject *stop, PyObject *calendar,
-                          PyObject *units) {
+                          PyObject *units, StemMemo *memo) {
     Py_ssize_t size = 0;
     if (memchr(d, '/', (size_t)m) != NULL) {
         PyErr_SetString(PyExc_ValueError, "text without '/' only");
@@ -1115,9 +1157,10 @@ static PyObject *names_of(const char *d, Py_ssize_t m, PyObject *stop, PyObject 
     PyObject *cues = PyList_New(0);
     if (run == NULL || cues == NULL) goto fail;
     for (Py_ssize_t i = 0; i < m;) {
-        Py_ssize_t e = name_token_end(d, m, i);
+        /* a name starts with a capital or digit, and not inside a word (after a word
+         * character): the word characters that follow a failed start are skipped */
+        Py_ssize_t e = CLS(d[i]) & (C_UPPER | C_DIGIT) ? name_token_end(d, m, i) : -1;
         if (e < 0) {
-            /* nor can one start inside the word characters that follow: each comes after one */
             if (IS_AW(d[i]))
                 while (++i < m && IS_AW(d[i]));
             else
@@ -1125,7 +1168,7 @@ static PyObject *names_of(const char *d, Py_ssize_t m, PyObject *stop, PyObject 
             continue;
         }
         for (Py_ssize_t start = i;;) { /* the candidate: tokens separated by spaces or tabs */
-            int kind = name_word(d, start, e, stop, calendar, units, &run[size]);
+            int kind = name_word(d, start, e, stop, calendar, units, memo, &run[size]);
             if (kind < 0) goto fail;
             if (kind) {
                 size++;
@@ -1238,44 +1281,41 @@ fail:
 /* The stem memo (text._STEMS): text._Memo of text._interned_stem, keyed by a word's bytes     */
 /* ---------------------------------------------------------------------------------------- */
 
-/* What a memo entry also knows of its word: the word lists it is in (the memo's own sets). */
-#define WORD_STOP 1L
-#define WORD_CALENDAR 2L
-#define WORD_WEB 4L
-
-#define INFO_SIZE_MAX ((1u << 29) - 1) /* the largest len(word) an entry holds exactly */
+#define INFO_SIZE_MAX ((1u << 28) - 1) /* the largest len(word) an entry holds exactly */
 
 typedef struct {
     PyObject *word; /* the key: an interned ASCII str */
     PyObject *stem; /* fn(word) */
-    uint32_t hash;  /* the low bits of hash(word) */
-    uint32_t info;  /* WORD_* in the low 3 bits, then min(len(word), INFO_SIZE_MAX) */
+    uint64_t head;  /* the word's head (WordKey.head) */
+    uint32_t hash;  /* the low bits of its WordKey.hash */
+    uint32_t info;  /* WORD_* in the low 4 bits, then min(len(word), INFO_SIZE_MAX) */
 } Entry;
 
 /* An entry's info: the flags and the size, compared before the word's bytes are. */
 static uint32_t entry_info(Py_ssize_t n, long flags) {
     uint32_t size = (size_t)n > INFO_SIZE_MAX ? INFO_SIZE_MAX : (uint32_t)n;
-    return (size << 3) | (uint32_t)flags;
+    return (size << 4) | (uint32_t)flags;
 }
 
 /* Open addressing over a compact array of entries (as CPython's dict): index[i] is -1 or the
  * position of an entry; at most cap entries, and size (a power of two) > cap slots, so a
- * probe always reaches an empty slot. The arrays are allocated at the first entry (24 bytes an
- * entry and 4 a slot: 0.5 MB for a generation of 16,384 words, where a dict of them takes
- * about 0.4 MB and a str for each word looked up). */
+ * probe always reaches an empty slot. The arrays are allocated at the first entry (32 bytes an
+ * entry and 4 a slot: 0.6 MB for a generation of 16,384 words, where a dict of them takes
+ * about 0.4 MB and a str for each word looked up). An entry holds its word's first bytes
+ * (its head), so that a probe for a word of 8 bytes or fewer (most) reads no str. */
 typedef struct {
     int32_t *index;
     Entry *entries;
     Py_ssize_t size, used;
 } Table;
 
-typedef struct {
+struct StemMemo {
     PyObject_HEAD
-    PyObject *fn;                    /* word -> stem, called on a miss */
-    PyObject *stop, *calendar, *web; /* the word lists of the flags */
-    Py_ssize_t maxsize;              /* entries per generation */
-    Table young, old;                /* this generation and the one before (text._Memo) */
-} StemMemo;
+    PyObject *fn;                           /* word -> stem, called on a miss */
+    PyObject *stop, *calendar, *web, *units; /* the word lists of the flags */
+    Py_ssize_t maxsize;                     /* entries per generation */
+    Table young, old;                       /* this generation and the one before (text._Memo) */
+};
 
 static PyTypeObject StemMemoType;
 
@@ -1311,19 +1351,32 @@ static uint64_t mix64(uint64_t h) {
     return h;
 }
 
-static Py_hash_t word_hash(const char *p, Py_ssize_t n) {
+/* A word as the memo looks it up: its bytes, hash and head (its bytes packed in 8 for a word
+ * of 8 bytes or fewer, so that words of one such size differ in head; else its first 8). */
+typedef struct {
+    const char *p;
+    Py_ssize_t n;
+    Py_hash_t hash;
+    uint64_t head;
+} WordKey;
+
+static WordKey word_key(const char *p, Py_ssize_t n) {
+    WordKey key = {p, n, 0, 0};
     uint64_t h = memo_seed ^ ((uint64_t)n * 0x9e3779b97f4a7c15ULL), x;
     if (n > 8) {
+        key.head = load64(p);
         for (; n > 8; p += 8, n -= 8) h = mix64(h ^ load64(p)) * 0xbf58476d1ce4e5b9ULL;
         x = load64(p + n - 8);
     } else if (n >= 4) {
-        x = load32(p) | (load32(p + n - 4) << 32);
+        x = key.head = load32(p) | (load32(p + n - 4) << 32);
     } else {
-        x = n == 0 ? 0
-                   : (uint64_t)(unsigned char)p[0] | ((uint64_t)(unsigned char)p[n / 2] << 8) |
-                         ((uint64_t)(unsigned char)p[n - 1] << 16);
+        x = key.head = n == 0 ? 0
+                              : (uint64_t)(unsigned char)p[0] |
+                                    ((uint64_t)(unsigned char)p[n / 2] << 8) |
+                                    ((uint64_t)(unsigned char)p[n - 1] << 16);
     }
-    return (Py_hash_t)mix64(h ^ x);
+    key.hash = (Py_hash_t)mix64(h ^ x);
+    return key;
 }
 
 static int table_init(Table *t, Py_ssize_t cap) {
@@ -1364,57 +1417,69 @@ static void table_free(Table *t) {
     t->entries = NULL;
 }
 
-/* The slot of word p[0:n] (hash h): its entry's, or the empty one where it would go. */
-static Py_ssize_t table_slot(const Table *t, Py_hash_t h, const char *p, Py_ssize_t n) {
-    size_t mask = (size_t)t->size - 1, i = (size_t)h & mask, perturb = (size_t)h;
+/* Whether entry e is the word of key: its head and exact size decide for 8 bytes or fewer. */
+static int entry_is(const Entry *e, const WordKey *k) {
+    if (e->hash != (uint32_t)k->hash || e->head != k->head ||
+        e->info >> 4 != entry_info(k->n, 0) >> 4)
+        return 0;
+    return k->n <= 8 || (PyUnicode_GET_LENGTH(e->word) == k->n &&
+                         memcmp(PyUnicode_1BYTE_DATA(e->word) + 8, k->p + 8, (size_t)k->n - 8) == 0);
+}
+
+/* The slot of the key's word: its entry's, or the empty one where it would go. */
+static Py_ssize_t table_slot(const Table *t, const WordKey *k) {
+    size_t mask = (size_t)t->size - 1, i = (size_t)k->hash & mask, perturb = (size_t)k->hash;
     for (;;) {
         int32_t ix = t->index[i];
-        if (ix < 0) return (Py_ssize_t)i;
-        const Entry *e = &t->entries[ix];
-        if (e->hash == (uint32_t)h && e->info >> 3 == entry_info(n, 0) >> 3 &&
-            PyUnicode_GET_LENGTH(e->word) == n &&
-            memcmp(PyUnicode_1BYTE_DATA(e->word), p, (size_t)n) == 0)
-            return (Py_ssize_t)i;
+        if (ix < 0 || entry_is(&t->entries[ix], k)) return (Py_ssize_t)i;
         perturb >>= 5;
         i = (i * 5 + perturb + 1) & mask;
     }
 }
 
-static Entry *table_find(const Table *t, Py_hash_t h, const char *p, Py_ssize_t n) {
+static Entry *table_find(const Table *t, const WordKey *k) {
     if (t->used == 0) return NULL;
-    int32_t ix = t->index[table_slot(t, h, p, n)];
+    int32_t ix = t->index[table_slot(t, k)];
     return ix < 0 ? NULL : &t->entries[ix];
 }
 
 /* The word's flags from the memo's lists; -1 on error. */
 static long word_flags(StemMemo *m, PyObject *word) {
-    int stop = PySet_Contains(m->stop, word), calendar, web;
+    int stop = PySet_Contains(m->stop, word), calendar, web, unit;
     if (stop < 0 || (calendar = PySet_Contains(m->calendar, word)) < 0 ||
-        (web = PySet_Contains(m->web, word)) < 0)
+        (web = PySet_Contains(m->web, word)) < 0 || (unit = PySet_Contains(m->units, word)) < 0)
         return -1;
-    return (stop ? WORD_STOP : 0) | (calendar ? WORD_CALENDAR : 0) | (web ? WORD_WEB : 0);
+    return (stop ? WORD_STOP : 0) | (calendar ? WORD_CALENDAR : 0) | (web ? WORD_WEB : 0) |
+           (unit ? WORD_UNIT : 0);
+}
+
+static long memo_flags(StemMemo *m, const char *p, Py_ssize_t n) {
+    WordKey key = word_key(p, n);
+    Entry *e = table_find(&m->young, &key);
+    if (e == NULL) e = table_find(&m->old, &key);
+    return e == NULL ? -1 : (long)(e->info & WORD_FLAGS);
 }
 
 /* The young entry of ASCII word p[0:n] (key: the str of those bytes if the caller has it, else
  * NULL), added on a miss: copied from the older generation, or fn called. Valid until the next
  * call; NULL on error. */
 static Entry *memo_entry(StemMemo *m, const char *p, Py_ssize_t n, PyObject *key) {
-    Py_hash_t h = word_hash(p, n);
-    Entry *e = table_find(&m->young, h, p, n);
+    WordKey k = word_key(p, n);
+    Entry *e = table_find(&m->young, &k);
     if (e != NULL) return e;
     PyObject *word, *stem;
     long flags;
-    if ((e = table_find(&m->old, h, p, n)) != NULL) {
+    if ((e = table_find(&m->old, &k)) != NULL) {
         word = Py_NewRef(e->word);
         stem = Py_NewRef(e->stem);
-        flags = (long)(e->info & 7);
+        flags = (long)(e->info & WORD_FLAGS);
     } else {
         word = key != NULL ? Py_NewRef(key) : ascii_str(p, n);
         if (word == NULL) return NULL;
         PyUnicode_InternInPlace(&word); /* a cue's word: the index interns it as a flag check */
         stem = PyObject_CallOneArg(m->fn, word);
         flags = stem == NULL ? -1 : word_flags(m, word);
-        if (flags < 0 || (e = table_find(&m->young, h, p, n)) != NULL) { /* fn added it */
+        if (flags < 0 || (e = table_find(&m->young, &k)) != NULL) { /* fn added it */
             Py_DECREF(word);
             Py_XDECREF(stem);
             return e;
@@ -1432,22 +1497,23 @@ static Entry *memo_entry(StemMemo *m, const char *p, Py_ssize_t n, PyObject *key
         Py_DECREF(stem);
         return NULL;
     }
-    Py_ssize_t slot = table_slot(t, h, p, n);
+    Py_ssize_t slot = table_slot(t, &k);
     e = &t->entries[t->used];
-    *e = (Entry){word, stem, (uint32_t)h, entry_info(n, flags)};
+    *e = (Entry){word, stem, k.head, (uint32_t)k.hash, entry_info(n, flags)};
     t->index[slot] = (int32_t)t->used++;
     return e;
 }
 
 static PyObject *memo_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
-    PyObject *fn, *stop, *calendar, *web;
+    PyObject *fn, *stop, *calendar, *web, *units;
     Py_ssize_t maxsize;
-    static char *names[] = {"fn", "maxsize", "stop_words", "calendar_words", "web_parts", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OnOOO:StemMemo", names, &fn, &maxsize, &stop,
-                                     &calendar, &web))
+    static char *names[] = {"fn",        "maxsize", "stop_words", "calendar_words",
+                            "web_parts", "units",   NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OnOOOO:StemMemo", names, &fn, &maxsize, &stop,
+                                     &calendar, &web, &units))
         return NULL;
     if (set_arg(stop, "stop_words") < 0 || set_arg(calendar, "calendar_words") < 0 ||
-        set_arg(web, "web_parts") < 0)
+        set_arg(web, "web_parts") < 0 || set_arg(units, "units") < 0)
         return NULL;
     if (maxsize < 1 || maxsize > (1 << 28)) {
         PyErr_SetString(PyExc_ValueError, "maxsize: 1 to 2**28");
@@ -1459,6 +1525,7 @@ static PyObject *memo_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) 
     m->stop = Py_NewRef(stop);
     m->calendar = Py_NewRef(calendar);
     m->web = Py_NewRef(web);
+    m->units = Py_NewRef(units);
     m->maxsize = maxsize; /* the tables' arrays: at their first entry (tp_alloc zeroed them) */
     return (PyObject *)m;
 }
@@ -1470,6 +1537,7 @@ static void memo_dealloc(StemMemo *m) {
     Py_XDECREF(m->stop);
     Py_XDECREF(m->calendar);
     Py_XDECREF(m->web);
+    Py_XDECREF(m->units);
     Py_TYPE(m)->tp_free((PyObject *)m);
 }
 
@@ -1507,7 +1575,7 @@ static PyTypeObject StemMemoType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "cuemap_integrations._textc.StemMemo",
     .tp_basicsize = sizeof(StemMemo),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "StemMemo(fn, maxsize, stop_words, calendar_words, web_parts): memo[word] is "
+    .tp_doc = "StemMemo(fn, maxsize, stop_words, calendar_words, web_parts, units): memo[word] is "
               "fn(word), remembered as text._Memo does; an ASCII word is looked up by its bytes.",
     .tp_new = memo_new,
     .tp_dealloc = (destructor)memo_dealloc,
@@ -1540,7 +1608,7 @@ static int salient_bytes(const char *w, Py_ssize_t n, long flags, int shape) {
 static int visit_word(Visit *v, const char *w, Py_ssize_t n, int shape) {
     Entry *e = memo_entry(v->memo, w, n, NULL);
     if (e == NULL || PySet_Add(v->stems, e->stem) < 0) return -1;
-    long flags = (long)(e->info & 7);
+    long flags = (long)(e->info & WORD_FLAGS);
     if (flags & WORD_STOP) return 0;
     if (PyList_Append(v->terms, e->stem) < 0) return -1;
     if (v->salient != NULL && salient_bytes(w, n, flags, shape))
@@ -1611,11 +1679,14 @@ static int memo_words(Visit *v, const char *t, Py_ssize_t n, int *identifiers) {
     return rc;
 }
 
-/* Whether memo is a StemMemo of these word lists (so its flags answer for them). */
-static int memo_of(PyObject *memo, PyObject *stop, PyObject *calendar, PyObject *web) {
-    if (!PyObject_TypeCheck(memo, &StemMemoType)) return 0;
+/* memo if it is a StemMemo of the word lists sets (stop, calendar, units, web: its flags
+ * answer for them), else NULL. */
+static StemMemo *own_memo(PyObject *memo, PyObject **sets) {
+    if (!PyObject_TypeCheck(memo, &StemMemoType)) return NULL;
     StemMemo *m = (StemMemo *)memo;
-    return m->stop == stop && m->calendar == calendar && m->web == web;
+    int same = m->stop == sets[0] && m->calendar == sets[1] && m->units == sets[2] &&
+               m->web == sets[3];
+    return same ? m : NULL;
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -1653,9 +1724,9 @@ static int stem_words(PyObject *words, PyObject *stop, PyObject *calendar, PyObj
 }
 
 /* The name cues of ASCII content without "`" and "/" (text._name_cues: no code span, URL or
- * path to blank, apostrophes dropped here), normalized: a new list. */
-static PyObject *content_names(PyObject *content, PyObject *stop, PyObject *calendar,
-                               PyObject *units) {
+ * path to blank, apostrophes dropped here), normalized: a new list. sets: stop, calendar,
+ * units; memo: a StemMemo of them, or NULL. */
+static PyObject *content_names(PyObject *content, PyObject **sets, StemMemo *memo) {
     const char *t;
     Py_ssize_t n;
     if (ascii_arg(content, &t, &n) < 0) return NULL;
@@ -1665,7 +1736,7 @@ static PyObject *content_names(PyObject *content, PyObject *stop, PyObject *cale
     }
     char *d = PyMem_Malloc((size_t)n + 1);
     if (d == NULL) return PyErr_NoMemory();
-    PyObject *names = names_of(d, drop_into(t, n, d), stop, calendar, units);
+    PyObject *names = names_of(d, drop_into(t, n, d), sets[0], sets[1], sets[2], memo);
     PyMem_Free(d);
     if (names != NULL && normalize_all(names) < 0) Py_CLEAR(names);
     return names;
@@ -1674,15 +1745,16 @@ static PyObject *content_names(PyObject *content, PyObject *stop, PyObject *cale
 /* The stems and terms of ASCII t[0:n] into out[3..4] and, when same (rest is text), its
  * salient words into out[2]; the tokens identifiers_of needs into *tokens (none when no token
  * is an identifier). 0, or -1 with out[] and *tokens to clear. */
-static int keys_of(const char *t, Py_ssize_t n, int same, PyObject *stop, PyObject *calendar,
-                   PyObject *web, PyObject *memo, PyObject **out, PyObject **tokens) {
-    PyObject *words = NULL;
+static int keys_of(const char *t, Py_ssize_t n, int same, PyObject **sets, PyObject *memo,
+                   PyObject **out, PyObject **tokens) {
+    PyObject *words = NULL, *stop = sets[0], *calendar = sets[1], *web = sets[3];
+    StemMemo *own = own_memo(memo, sets);
     int rc = -1;
     if ((out[2] = PyList_New(0)) == NULL || (out[3] = PySet_New(NULL)) == NULL ||
         (out[4] = PyList_New(0)) == NULL)
         return -1;
-    if (memo_of(memo, stop, calendar, web)) {
-        Visit v = {(StemMemo *)memo, out[3], out[4], same ? out[2] : NULL};
+    if (own != NULL) {
+        Visit v = {own, out[3], out[4], same ? out[2] : NULL};
         int identifiers;
         if (memo_words(&v, t, n, &identifiers) < 0) return -1;
         *tokens = identifiers ? tokens_of(t, n) : PyTuple_New(0);
@@ -1697,14 +1769,15 @@ static int keys_of(const char *t, Py_ssize_t n, int same, PyObject *stop, PyObje
 /* The derive_cues buckets that come from text and rest (rest: text with its URLs and dates
  * blanked) and the text's keys: quoted, identifiers and salient words into out[0..2], the
  * stems and terms into out[3..4]. 0, or -1 with out[] to clear. */
-static int text_parts(PyObject *text, PyObject *rest, PyObject *stop, PyObject *calendar,
-                      PyObject *web, PyObject *memo, PyObject **out) {
+static int text_parts(PyObject *text, PyObject *rest, PyObject **sets, PyObject *memo,
+                      PyObject **out) {
+    PyObject *stop = sets[0], *calendar = sets[1], *web = sets[3];
     const char *t, *r;
     Py_ssize_t n, m;
     if (ascii_arg(text, &t, &n) < 0 || ascii_arg(rest, &r, &m) < 0) return -1;
     int same = n == m && memcmp(t, r, (size_t)n) == 0, rc = -1;
     PyObject *tokens = NULL, *rest_tokens = NULL;
-    if (keys_of(t, n, same, stop, calendar, web, memo, out, &tokens) < 0) goto done;
+    if (keys_of(t, n, same, sets, memo, out, &tokens) < 0) goto done;
     if ((rest_tokens = same ? Py_NewRef(tokens) : tokens_of(r, m)) == NULL) goto done;
     if (!same) {
         Py_SETREF(out[2], salient_of(rest_tokens, stop, calendar, web));
@@ -1722,11 +1795,12 @@ done:
 static PyObject *derive_core(PyObject *content, PyObject *text, PyObject *rest, PyObject *names,
                              PyObject *hosts, PyObject *numbers, PyObject *dates,
                              Py_ssize_t limit, PyObject **sets, PyObject *memo) {
-    PyObject *stop = sets[0], *calendar = sets[1], *units = sets[2], *web = sets[3];
     PyObject *parts[5] = {NULL, NULL, NULL, NULL, NULL}, *found = NULL;
     PyObject *cues = NULL, *result = NULL;
-    if (text_parts(text, rest, stop, calendar, web, memo, parts) < 0) goto done;
-    found = names == Py_None ? content_names(content, stop, calendar, units) : Py_NewRef(names);
+    if (text_parts(text, rest, sets, memo, parts) < 0) goto done;
+    /* the text's words are in the memo now: the names' list tests read their flags there */
+    found = names == Py_None ? content_names(content, sets, own_memo(memo, sets))
+                             : Py_NewRef(names);
     if (found == NULL) goto done;
     /* derive_cues' order: quoted, identifiers, hosts, numbers, dates, names, Chinese (none in
      * ASCII text: left out), salient words; the last four here hold only worded cues */
@@ -4073,7 +4147,7 @@ PyMODINIT_FUNC PyInit__textc(void) {
         (SHARED_NAME = PyUnicode_InternFromString("_shared")) == NULL)
         return NULL;
     PyObject *m = PyModule_Create(&module);
-    if (m != NULL && (PyModule_AddIntConstant(m, "ABI_VERSION", 11) < 0 ||
+    if (m != NULL && (PyModule_AddIntConstant(m, "ABI_VERSION", 12) < 0 ||
                       PyModule_AddObjectRef(m, "StemMemo", (PyObject *)&StemMemoType) < 0 ||
                       add_record_of(m) < 0))
         Py_CLEAR(m);

@@ -69,7 +69,7 @@ __all__ = [
     "words",
 ]
 
-_TEXTC_ABI = 11  # the functions and arguments _textc.c implements (its ABI_VERSION)
+_TEXTC_ABI = 12  # the functions and arguments _textc.c implements (its ABI_VERSION)
 
 
 def _load_textc() -> Any:
@@ -614,11 +614,13 @@ def _stem_memo() -> Any:
     """stem's cache: a :class:`_Memo` of :func:`_interned_stem`, or with the extension its C
     twin (``_textc.StemMemo``: the same generations, looked up by a word's bytes). The C one
     lets ``derive_keys`` stem a text's words without making a string for each (a hit hands
-    back the entry's stem, its word interned, and whether the word is a stop, calendar or web
-    word), where a dict lookup needs a new string for every word of every memory."""
+    back the entry's stem, its word interned, and whether the word is a stop, calendar, web
+    word or unit), where a dict lookup needs a new string for every word of every memory."""
     if _C is None:
         return _Memo(_interned_stem, _CACHE_SIZE)
-    return _C.StemMemo(_interned_stem, _CACHE_SIZE, STOP_WORDS, _CALENDAR_WORDS, _WEB_PARTS)
+    return _C.StemMemo(
+        _interned_stem, _CACHE_SIZE, STOP_WORDS, _CALENDAR_WORDS, _WEB_PARTS, _UNIT_SET
+    )
 
 
 # the hot paths map its lookup over a text's words (no Python call per word)

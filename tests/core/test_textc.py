@@ -244,7 +244,7 @@ def test_the_one_call_through_a_stem_memo_or_any_mapping_is_the_same(
 ) -> None:
     sets = (text_module.STOP_WORDS, text_module._CALENDAR_WORDS, text_module._UNIT_SET,
             text_module._WEB_PARTS)  # fmt: skip
-    memo = textc.StemMemo(text_module._interned_stem, 3, *sets[:2], sets[3])  # turns over
+    memo = textc.StemMemo(text_module._interned_stem, 3, *sets[:2], sets[3], sets[2])  # turns over
     mapping = text_module._Memo(text_module._interned_stem, 3)
     for text in (t for t in texts if t.isascii() and "`" not in t and "/" not in t):
         normalized = textc.normalize(text)
@@ -268,7 +268,7 @@ def test_the_stem_memo_remembers_as_the_python_memo_does(
     def fn(name: str) -> Callable[[str], str]:
         return lambda key: calls[name].append(key) or key[::-1]
 
-    sets = (frozenset(), frozenset(), frozenset())
+    sets = (frozenset(), frozenset(), frozenset(), frozenset())
     memo, python = textc.StemMemo(fn("c"), maxsize, *sets), text_module._Memo(fn("python"), maxsize)
     for key in keys:
         assert memo[key] == python[key] == key[::-1]
@@ -281,7 +281,7 @@ def test_the_stem_memo_remembers_as_the_python_memo_does(
 
 
 def test_the_stem_memo_refuses_bad_arguments_and_passes_errors_on(textc: ModuleType) -> None:
-    sets = (frozenset(), frozenset(), frozenset())
+    sets = (frozenset(), frozenset(), frozenset(), frozenset())
     with pytest.raises(ValueError, match="maxsize"):
         textc.StemMemo(str, 0, *sets)
     with pytest.raises(TypeError, match="set"):
