@@ -411,29 +411,49 @@ static PyObject *textc_latin_tokens(PyObject *self, PyObject *text) {
 /* normalize                                                                                 */
 /* ---------------------------------------------------------------------------------------- */
 
-/* normalize of ASCII text: lower case, control characters and whitespace runs to one space,
- * none at the ends (text._normalize_ascii_pass, a fixed point at once). */
-static PyObject *textc_normalize(PyObject *self, PyObject *text) {
-    const char *t;
-    Py_ssize_t n, m = 0;
-    if (ascii_arg(text, &t, &n) < 0) return NULL;
-    char *out = PyMem_Malloc((size_t)n + 1);
-    if (out == NULL) return PyErr_NoMemory();
-    int gap = 0; /* a separator seen since the last kept character */
+/* normalize of ASCII t[0:n] into out (room for n): lower case, control characters and
+ * whitespace runs to one space, none at the ends (text._normalize_ascii_pass, a fixed point at
+ * once). The new length; *classes: the classes of t's bytes, or'ed. A blank (C_BLANK: the
+ * controls, which include \t \n \v \f \r \x1c-\x1f) is written as a space and undone when
+ * it follows another or starts the text, so a byte costs a load, a store and one test. */
+static Py_ssize_t normalize_into(const char *t, Py_ssize_t n, char *out, unsigned *classes) {
+    Py_ssize_t m = 0;
+    unsigned seen = 0;
+    int gap = 1; /* out ends with a space written for a blank, or is empty */
     for (Py_ssize_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)t[i];
-        if (c <= ' ' || c == 0x7f) { /* controls (which include \t \n \v \f \r \x1c-\x1f) */
+        unsigned k = CLASS[c];
+        seen |= k;
+        if (k & C_BLANK) {
+            if (!gap) out[m++] = ' ';
             gap = 1;
             continue;
         }
-        if (gap && m > 0) out[m++] = ' ';
+        out[m++] = (char)(c | ((k & C_UPPER) << 5)); /* C_UPPER is 1: A-Z + 32 is a-z */
         gap = 0;
-        out[m++] = (char)(IS_UPPER(c) ? c + ('a' - 'A') : c);
     }
+    if (m > 0 && gap) m--; /* no space at the end */
+    *classes = seen;
+    return m;
+}
+
+/* normalize of ASCII text: a new str, or text itself when that is unchanged. */
+static PyObject *normalized_str(PyObject *text, const char *t, Py_ssize_t n, unsigned *classes) {
+    char *out = PyMem_Malloc((size_t)n + 1);
+    if (out == NULL) return PyErr_NoMemory();
+    Py_ssize_t m = normalize_into(t, n, out, classes);
     PyObject *result = (m == n && memcmp(out, t, (size_t)n) == 0) ? Py_NewRef(text)
                                                                     : ascii_str(out, m);
     PyMem_Free(out);
     return result;
+}
+
+static PyObject *textc_normalize(PyObject *self, PyObject *text) {
+    const char *t;
+    Py_ssize_t n;
+    unsigned classes;
+    if (ascii_arg(text, &t, &n) < 0) return NULL;
+    return normalized_str(text, t, n, &classes);
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -1849,11 +1869,14 @@ static PyObject *textc_derive_plain(PyObject *self, PyObject *args) {
                           &sets[2], &sets[3], &memo))
         return NULL;
     if (sets_arg(sets) < 0 || ascii_arg(content, &t, &n) < 0) return NULL;
-    for (Py_ssize_t i = 0; i < n; i++)
-        if (IS_DIGIT(t[i]) || t[i] == '`' || t[i] == '/') Py_RETURN_NONE;
-    PyObject *text = textc_normalize(NULL, content), *empty = PyList_New(0), *got = NULL;
+    unsigned classes;
+    PyObject *text = normalized_str(content, t, n, &classes), *empty = NULL, *got = NULL;
     PyObject *result = NULL;
-    if (text != NULL && empty != NULL)
+    if (text != NULL && (classes & (C_DIGIT | C_TICK | C_SLASH))) { /* not plain (~3 %) */
+        Py_DECREF(text);
+        Py_RETURN_NONE;
+    }
+    if (text != NULL && (empty = PyList_New(0)) != NULL)
         got = derive_core(content, text, text, Py_None, empty, empty, empty, limit, sets, memo);
     if (got != NULL)
         result = PyTuple_Pack(4, PyTuple_GET_ITEM(got, 0), text, PyTuple_GET_ITEM(got, 1),
