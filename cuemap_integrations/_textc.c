@@ -17,10 +17,12 @@
  *   quoted_cues(text, stop)            text._quoted_cues
  *   triggered(text, rules)             the rules whose trigger redact._may_match finds
  *   derive_keys(content, text, rest, names, hosts, numbers, dates, limit, stop, calendar,
- *               units, web, stems)      text.derive_cues_and_keys: the cues and the stems and
- *                                      terms of ASCII content in one call
- *   derive_plain(content, limit, stop, calendar, units, web, stems)   the same, normalizing
- *                                      content itself, for content without a digit, "`" or "/"
+ *               units, web, stems, vocab)   text.derive_cues_and_keys: the cues and the stems
+ *                                      (those in vocab, unless None) and terms of ASCII
+ *                                      content in one call
+ *   derive_plain(content, limit, stop, calendar, units, web, stems, vocab)   the same,
+ *                                      normalizing content itself, for content without a
+ *                                      digit, "`" or "/"
  *   pack_cues(cues, held, codes, names, max_codes)   recordtable._packed_cues (any str)
  *   flush_postings(pending, tables, kinds)   index.NamespaceIndex.flush's postings: a batch's
  *                                      deferred postings grouped by key and appended to the
@@ -1603,6 +1605,17 @@ static PyTypeObject StemMemoType = {
     .tp_getset = memo_getset,
 };
 
+/* Add stem to the set stems, if vocab is NULL or holds it. The caller that passes a vocab
+ * (the alias table's stems, AliasTable.stems_read) needs no other stem: the set of every
+ * stem of a memory was ~9 % of derive_plain, a lookup of each in vocab ~3 %. */
+static int stem_into(PyObject *stems, PyObject *stem, PyObject *vocab) {
+    if (vocab != NULL) {
+        int found = PySet_Contains(vocab, stem);
+        if (found <= 0) return found;
+    }
+    return PySet_Add(stems, stem);
+}
+
 /* The stems, terms and (with salient a list) salient words of ASCII text t[0:n] through a
  * StemMemo whose word lists are the caller's: what stem_words does with the words of its
  * tokens, without a str made for a word the memo holds (an entry's flags answer the list
@@ -1610,6 +1623,7 @@ static PyTypeObject StemMemoType = {
  * holds a separator or "_" (then identifiers_of has work). */
 typedef struct {
     StemMemo *memo;
+    PyObject *vocab; /* NULL, or the only stems to put in stems (stem_into) */
     PyObject *stems, *terms, *salient;
 } Visit;
 
@@ -1627,7 +1641,7 @@ static int salient_bytes(const char *w, Py_ssize_t n, long flags, int shape) {
  * salient. shape: salient_shape(w, n), or SHAPE_UNKNOWN to have it computed when needed. */
 static int visit_word(Visit *v, const char *w, Py_ssize_t n, int shape) {
     Entry *e = memo_entry(v->memo, w, n, NULL);
-    if (e == NULL || PySet_Add(v->stems, e->stem) < 0) return -1;
+    if (e == NULL || stem_into(v->stems, e->stem, v->vocab) < 0) return -1;
     long flags = (long)(e->info & WORD_FLAGS);
     if (flags & WORD_STOP) return 0;
     if (PyList_Append(v->terms, e->stem) < 0) return -1;
@@ -1725,13 +1739,14 @@ static int normalize_all(PyObject *list) {
 /* The stems of words into stems (a set) and, for non-stop words, terms (a list), as
  * textc_stems_terms; with salient a list, also the salient words (textc_salient's test). */
 static int stem_words(PyObject *words, PyObject *stop, PyObject *calendar, PyObject *web,
-                      PyObject *memo, PyObject *stems, PyObject *terms, PyObject *salient) {
+                      PyObject *memo, PyObject *vocab, PyObject *stems, PyObject *terms,
+                      PyObject *salient) {
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(words); i++) {
         PyObject *word = PyList_GET_ITEM(words, i); /* borrowed: the list holds it */
         PyObject *stem = PyObject_GetItem(memo, word);
         if (stem == NULL) return -1;
         int is_stop = PySet_Contains(stop, word);
-        int rc = is_stop < 0 ? -1 : PySet_Add(stems, stem);
+        int rc = is_stop < 0 ? -1 : stem_into(stems, stem, vocab);
         if (rc == 0 && !is_stop) rc = PyList_Append(terms, stem);
         Py_DECREF(stem);
         if (rc == 0 && !is_stop && salient != NULL) {
@@ -1766,7 +1781,7 @@ static PyObject *content_names(PyObject *content, PyObject **sets, StemMemo *mem
  * salient words into out[2]; the tokens identifiers_of needs into *tokens (none when no token
  * is an identifier). 0, or -1 with out[] and *tokens to clear. */
 static int keys_of(const char *t, Py_ssize_t n, int same, PyObject **sets, PyObject *memo,
-                   PyObject **out, PyObject **tokens) {
+                   PyObject *vocab, PyObject **out, PyObject **tokens) {
     PyObject *words = NULL, *stop = sets[0], *calendar = sets[1], *web = sets[3];
     StemMemo *own = own_memo(memo, sets);
     int rc = -1;
@@ -1774,14 +1789,15 @@ static int keys_of(const char *t, Py_ssize_t n, int same, PyObject **sets, PyObj
         (out[4] = PyList_New(0)) == NULL)
         return -1;
     if (own != NULL) {
-        Visit v = {own, out[3], out[4], same ? out[2] : NULL};
+        Visit v = {own, vocab, out[3], out[4], same ? out[2] : NULL};
         int identifiers;
         if (memo_words(&v, t, n, &identifiers) < 0) return -1;
         *tokens = identifiers ? tokens_of(t, n) : PyTuple_New(0);
         return *tokens == NULL ? -1 : 0;
     }
     if ((*tokens = tokens_of(t, n)) == NULL || (words = expand(*tokens)) == NULL) return -1;
-    rc = stem_words(words, stop, calendar, web, memo, out[3], out[4], same ? out[2] : NULL);
+    rc = stem_words(words, stop, calendar, web, memo, vocab, out[3], out[4],
+                    same ? out[2] : NULL);
     Py_DECREF(words);
     return rc;
 }
@@ -1790,14 +1806,14 @@ static int keys_of(const char *t, Py_ssize_t n, int same, PyObject **sets, PyObj
  * blanked) and the text's keys: quoted, identifiers and salient words into out[0..2], the
  * stems and terms into out[3..4]. 0, or -1 with out[] to clear. */
 static int text_parts(PyObject *text, PyObject *rest, PyObject **sets, PyObject *memo,
-                      PyObject **out) {
+                      PyObject *vocab, PyObject **out) {
     PyObject *stop = sets[0], *calendar = sets[1], *web = sets[3];
     const char *t, *r;
     Py_ssize_t n, m;
     if (ascii_arg(text, &t, &n) < 0 || ascii_arg(rest, &r, &m) < 0) return -1;
     int same = n == m && memcmp(t, r, (size_t)n) == 0, rc = -1;
     PyObject *tokens = NULL, *rest_tokens = NULL;
-    if (keys_of(t, n, same, sets, memo, out, &tokens) < 0) goto done;
+    if (keys_of(t, n, same, sets, memo, vocab, out, &tokens) < 0) goto done;
     if ((rest_tokens = same ? Py_NewRef(tokens) : tokens_of(r, m)) == NULL) goto done;
     if (!same) {
         Py_SETREF(out[2], salient_of(rest_tokens, stop, calendar, web));
@@ -1811,13 +1827,15 @@ done:
     return rc;
 }
 
-/* derive_keys' work, its arguments checked: (cues, stems, terms), a new tuple. */
+/* derive_keys' work, its arguments checked: (cues, stems, terms), or with text_item
+ * (cues, text_item, stems, terms): a new tuple. */
 static PyObject *derive_core(PyObject *content, PyObject *text, PyObject *rest, PyObject *names,
                              PyObject *hosts, PyObject *numbers, PyObject *dates,
-                             Py_ssize_t limit, PyObject **sets, PyObject *memo) {
+                             Py_ssize_t limit, PyObject **sets, PyObject *memo, PyObject *vocab,
+                             PyObject *text_item) {
     PyObject *parts[5] = {NULL, NULL, NULL, NULL, NULL}, *found = NULL;
     PyObject *cues = NULL, *result = NULL;
-    if (text_parts(text, rest, sets, memo, parts) < 0) goto done;
+    if (text_parts(text, rest, sets, memo, vocab, parts) < 0) goto done;
     /* the text's words are in the memo now: the names' list tests read their flags there */
     found = names == Py_None ? content_names(content, sets, own_memo(memo, sets))
                              : Py_NewRef(names);
@@ -1826,7 +1844,13 @@ static PyObject *derive_core(PyObject *content, PyObject *text, PyObject *rest, 
      * ASCII text: left out), salient words; the last four here hold only worded cues */
     PyObject *buckets[7] = {parts[0], parts[1], hosts, numbers, dates, found, parts[2]};
     if ((cues = first_valid_of(buckets, 7, limit, 4)) == NULL) goto done;
-    result = PyTuple_Pack(3, cues, parts[3], parts[4]);
+    Py_ssize_t at = text_item != NULL;
+    if ((result = PyTuple_New(3 + at)) == NULL) goto done;
+    PyTuple_SET_ITEM(result, 0, cues); /* the tuple takes the references */
+    if (text_item != NULL) PyTuple_SET_ITEM(result, 1, Py_NewRef(text_item));
+    PyTuple_SET_ITEM(result, 1 + at, parts[3]);
+    PyTuple_SET_ITEM(result, 2 + at, parts[4]);
+    cues = parts[3] = parts[4] = NULL;
 done:
     for (int i = 0; i < 5; i++) Py_XDECREF(parts[i]);
     Py_XDECREF(found);
@@ -1841,49 +1865,57 @@ static int sets_arg(PyObject **sets) {
                : 0;
 }
 
-/* derive_keys(content, text, rest, names, hosts, numbers, dates, limit, stop_words,
- * calendar_words, units, web_parts, stems): (text.derive_cues(content, limit=limit), *the
- * stems_and_terms of text) for ASCII content, where text is its normalized text and rest, names
- * (None: derived here, for content without "`" and "/"), hosts, numbers and dates are what
- * derive_cues' regex rules gave. */
-static PyObject *textc_derive_keys(PyObject *self, PyObject *args) {
-    PyObject *content, *text, *rest, *names, *hosts, *numbers, *dates, *sets[4], *memo;
-    Py_ssize_t limit;
-    if (!PyArg_ParseTuple(args, "OOOOOOOnOOOOO:derive_keys", &content, &text, &rest, &names,
-                          &hosts, &numbers, &dates, &limit, &sets[0], &sets[1], &sets[2],
-                          &sets[3], &memo))
-        return NULL;
-    if (sets_arg(sets) < 0) return NULL;
-    return derive_core(content, text, rest, names, hosts, numbers, dates, limit, sets, memo);
+/* A vocab argument: None (every stem) or a set; NULL with TypeError otherwise. */
+static int vocab_arg(PyObject **vocab) {
+    if (*vocab == Py_None) {
+        *vocab = NULL;
+        return 0;
+    }
+    return set_arg(*vocab, "vocab");
 }
 
-/* derive_plain(content, limit, stop_words, calendar_words, units, web_parts, stems): for
- * ASCII content without a digit, "`" or "/" (no date, number, URL, code span or path: the
+/* derive_keys(content, text, rest, names, hosts, numbers, dates, limit, stop_words,
+ * calendar_words, units, web_parts, stems, vocab): (text.derive_cues(content, limit=limit),
+ * *the stems_and_terms of text) for ASCII content, where text is its normalized text and rest,
+ * names (None: derived here, for content without "`" and "/"), hosts, numbers and dates are
+ * what derive_cues' regex rules gave; with a set vocab, only the stems in it. */
+static PyObject *textc_derive_keys(PyObject *self, PyObject *args) {
+    PyObject *content, *text, *rest, *names, *hosts, *numbers, *dates, *sets[4], *memo, *vocab;
+    Py_ssize_t limit;
+    if (!PyArg_ParseTuple(args, "OOOOOOOnOOOOOO:derive_keys", &content, &text, &rest, &names,
+                          &hosts, &numbers, &dates, &limit, &sets[0], &sets[1], &sets[2],
+                          &sets[3], &memo, &vocab))
+        return NULL;
+    if (sets_arg(sets) < 0 || vocab_arg(&vocab) < 0) return NULL;
+    return derive_core(content, text, rest, names, hosts, numbers, dates, limit, sets, memo,
+                       vocab, NULL);
+}
+
+/* derive_plain(content, limit, stop_words, calendar_words, units, web_parts, stems, vocab):
+ * for ASCII content without a digit, "`" or "/" (no date, number, URL, code span or path: the
  * regex rules find nothing), (derive_cues(content, limit=limit), normalize(content), *its
- * stems_and_terms), the text normalized here too; None for other ASCII content. */
+ * stems_and_terms), the text normalized here too (stems: only those in vocab, a set, unless
+ * it is None); None for other ASCII content. */
 static PyObject *textc_derive_plain(PyObject *self, PyObject *args) {
-    PyObject *content, *sets[4], *memo;
+    PyObject *content, *sets[4], *memo, *vocab;
     Py_ssize_t limit, n;
     const char *t;
-    if (!PyArg_ParseTuple(args, "OnOOOOO:derive_plain", &content, &limit, &sets[0], &sets[1],
-                          &sets[2], &sets[3], &memo))
+    if (!PyArg_ParseTuple(args, "OnOOOOOO:derive_plain", &content, &limit, &sets[0], &sets[1],
+                          &sets[2], &sets[3], &memo, &vocab))
         return NULL;
-    if (sets_arg(sets) < 0 || ascii_arg(content, &t, &n) < 0) return NULL;
+    if (sets_arg(sets) < 0 || vocab_arg(&vocab) < 0 || ascii_arg(content, &t, &n) < 0)
+        return NULL;
     unsigned classes;
-    PyObject *text = normalized_str(content, t, n, &classes), *empty = NULL, *got = NULL;
-    PyObject *result = NULL;
+    PyObject *text = normalized_str(content, t, n, &classes), *empty = NULL, *result = NULL;
     if (text != NULL && (classes & (C_DIGIT | C_TICK | C_SLASH))) { /* not plain (~3 %) */
         Py_DECREF(text);
         Py_RETURN_NONE;
     }
     if (text != NULL && (empty = PyList_New(0)) != NULL)
-        got = derive_core(content, text, text, Py_None, empty, empty, empty, limit, sets, memo);
-    if (got != NULL)
-        result = PyTuple_Pack(4, PyTuple_GET_ITEM(got, 0), text, PyTuple_GET_ITEM(got, 1),
-                              PyTuple_GET_ITEM(got, 2));
+        result = derive_core(content, text, text, Py_None, empty, empty, empty, limit, sets, memo,
+                             vocab, text);
     Py_XDECREF(text);
     Py_XDECREF(empty);
-    Py_XDECREF(got);
     return result;
 }
 

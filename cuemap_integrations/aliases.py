@@ -32,6 +32,7 @@ class AliasTable:
         self._lexicon = CueLexicon()
         self._probe_cache: list[tuple[str, str | None, str | None]] | None = None
         self._firsts: frozenset[str] = frozenset()  # set with _probe_cache (see _summarize)
+        self._read: frozenset[str] = frozenset()  # likewise (see stems_read)
         self._needs: dict[str, frozenset[str]] = {}
         self._has_cjk = self._always = False
         self._concepts: dict[str, tuple[object, tuple[str, ...]]] = {}  # see concept()
@@ -83,6 +84,14 @@ class AliasTable:
                 found.append(term)
         return found
 
+    def stems_read(self) -> frozenset[str]:
+        """The stems :meth:`find_in` reads: the one-word terms' and each phrase's words'.
+        ``find_in(text, stems & stems_read())`` is ``find_in(text, stems)``, so ingest derives
+        a memory's stems among these alone (:func:`~cuemap_integrations.text.derive_cues_and_keys`'s
+        ``vocab``)."""
+        self._probes()
+        return self._read
+
     def _probes(self) -> list[tuple[str, str | None, str | None]]:
         """Per term: its stem if it is one Latin word; else its stemmed unit sequence if it is
         a Latin phrase; else (CJK) neither, and it is matched as a substring."""
@@ -116,6 +125,7 @@ class AliasTable:
             for _, _, phrase in probes
             if phrase is not None
         }
+        self._read = self._firsts.union(*self._needs.values())
         self._has_cjk = any(key is None and phrase is None for _, key, phrase in probes)
         self._always = any(first.startswith("\x00") for first in firsts)
 

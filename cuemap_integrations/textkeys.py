@@ -71,7 +71,7 @@ class TextMemo:
         """``derive_cues(content)`` as a tuple; the text keys of ``content`` come out of the
         same pass (:func:`~cuemap_integrations.text.derive_cues_and_keys`) and are kept for
         :meth:`keys`, the tuple for :meth:`index_cues`."""
-        cues, text, stems, terms = derive_cues_and_keys(content)
+        cues, text, stems, terms = derive_cues_and_keys(content, vocab=self._aliases.stems_read())
         if content not in self._keys:
             self._keys[content] = TextKeys(text, self._aliases.find_in(text, stems), terms)
         derived = self._derived[content] = tuple(cues)

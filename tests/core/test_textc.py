@@ -237,6 +237,23 @@ def test_cues_and_keys_of_the_ingest_corpus_are_the_python_ones(
             assert text_module.derive_cues_and_keys(content) == expected
 
 
+# stems the texts above have (and one no text has): a vocab keeps these alone
+_VOCAB = frozenset({"new", "york", "run", "gener", "caress", "x", "a", "db", "never-seen"})
+
+
+@settings(max_examples=1000, deadline=None)
+@given(ANY_TEXT, st.integers(min_value=-1, max_value=60))
+def test_the_one_call_with_a_vocab_keeps_only_its_stems(
+    textc: ModuleType, text: str, limit: int
+) -> None:
+    cues, normalized, stems, terms = _reference(_derived_and_keys, text, limit)
+    with patch.object(text_module, "_C", textc):
+        derived = text_module.derive_cues_and_keys(text, limit=limit, vocab=_VOCAB)
+    assert derived == (cues, normalized, stems & _VOCAB, terms)
+    python = _reference(lambda: text_module.derive_cues_and_keys(text, limit=limit, vocab=_VOCAB))
+    assert python == derived
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(ANY_TEXT, max_size=6), st.integers(min_value=1, max_value=60))
 def test_the_one_call_through_a_stem_memo_or_any_mapping_is_the_same(
@@ -249,7 +266,12 @@ def test_the_one_call_through_a_stem_memo_or_any_mapping_is_the_same(
     for text in (t for t in texts if t.isascii() and "`" not in t and "/" not in t):
         normalized = textc.normalize(text)
         args = (text, normalized, normalized, None, [], [], [], limit, *sets)
-        assert textc.derive_keys(*args, memo) == textc.derive_keys(*args, mapping)
+        assert textc.derive_keys(*args, memo, None) == textc.derive_keys(*args, mapping, None)
+        cues, stems, terms = textc.derive_keys(*args, mapping, None)
+        for vocab in (_VOCAB, frozenset()):
+            expected = (cues, stems & vocab, terms)
+            assert textc.derive_keys(*args, memo, vocab) == expected
+            assert textc.derive_keys(*args, mapping, vocab) == expected
 
 
 _KEYS = st.one_of(
@@ -301,12 +323,12 @@ def test_the_one_call_keeps_no_string_it_made(textc: ModuleType) -> None:
     sets = (text_module.STOP_WORDS, text_module._CALENDAR_WORDS, text_module._UNIT_SET,
             text_module._WEB_PARTS)  # fmt: skip
     content = "Caroline and Melanie met 'Mister Jones' in New York, said \"Hello There\"."
-    textc.derive_plain(content, 48, *sets, text_module._STEMS)  # the memo holds its words
+    textc.derive_plain(content, 48, *sets, text_module._STEMS, None)  # the memo holds its words
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
         for _ in range(2000):
-            textc.derive_plain(content, 48, *sets, text_module._STEMS)
+            textc.derive_plain(content, 48, *sets, text_module._STEMS, None)
         grown = tracemalloc.get_traced_memory()[0] - before
     finally:
         tracemalloc.stop()
@@ -318,19 +340,21 @@ def test_the_one_call_refuses_what_it_cannot_derive(textc: ModuleType) -> None:
             text_module._WEB_PARTS)  # fmt: skip
     for content in ("see `ls`", "a/b", "café"):  # names need the Python rules (or any text)
         with pytest.raises(ValueError):
-            textc.derive_keys(content, "x", "x", None, [], [], [], 5, *sets, {"x": "x"})
+            textc.derive_keys(content, "x", "x", None, [], [], [], 5, *sets, {"x": "x"}, None)
     with pytest.raises(ValueError, match="ASCII"):
-        textc.derive_keys("a", "é", "é", [], [], [], [], 5, *sets, {})
+        textc.derive_keys("a", "é", "é", [], [], [], [], 5, *sets, {}, None)
     for content in ("port 8001", "see `ls`", "a/b", "http://x"):  # the regex rules' share
-        assert textc.derive_plain(content, 5, *sets, text_module._STEMS) is None
+        assert textc.derive_plain(content, 5, *sets, text_module._STEMS, None) is None
     with pytest.raises(ValueError, match="ASCII"):
-        textc.derive_plain("café", 5, *sets, text_module._STEMS)
+        textc.derive_plain("café", 5, *sets, text_module._STEMS, None)
     with pytest.raises(KeyError):
-        textc.derive_plain("Word", 5, *sets, {})
+        textc.derive_plain("Word", 5, *sets, {}, None)
     with pytest.raises(KeyError):  # an error from the stem mapping propagates
-        textc.derive_keys("Word", "word", "word", None, [], [], [], 5, *sets, {})
+        textc.derive_keys("Word", "word", "word", None, [], [], [], 5, *sets, {}, None)
     with pytest.raises(TypeError, match="set"):
-        textc.derive_keys("a", "a", "a", None, [], [], [], 5, [], *sets[1:], {})
+        textc.derive_keys("a", "a", "a", None, [], [], [], 5, [], *sets[1:], {}, None)
+    with pytest.raises(TypeError, match="vocab"):
+        textc.derive_plain("a", 5, *sets, text_module._STEMS, ["a"])
 
 
 def test_the_ingest_corpus_gives_the_python_results(textc: ModuleType, tmp_path: Path) -> None:
