@@ -1079,19 +1079,21 @@ typedef struct StemMemo StemMemo; /* the stem memo (below) */
 #define WORD_UNIT 8L
 #define WORD_FLAGS 15u
 
-/* The WORD_* flags the stem memo holds for ASCII word p[0:n] (it adds none); -1 for a word
- * it does not hold. */
-static long memo_flags(StemMemo *m, const char *p, Py_ssize_t n);
+/* The WORD_* flags the stem memo holds for ASCII word p[0:n] and *word its str (borrowed; it
+ * adds none); -1 for a word it does not hold. */
+static long memo_flags(StemMemo *m, const char *p, Py_ssize_t n, PyObject **word);
 
 #define NAME_FOLD_MAX 64 /* the longest name word folded on the stack */
 
 /* Whether the lower case f[0:n] of a name word is a unit (*unit) or a stop or calendar word
  * (*common), from the memo's flags when it holds the word (memo: a StemMemo of these lists,
- * or NULL), else from the lists: a name's words are words of the text, which the memo met
- * just before (three set lookups of a new str for each were ~25 % of names_of). -1 on error. */
+ * or NULL; *held: its str of the word, borrowed, else NULL), else from the lists: a name's
+ * words are words of the text, which the memo met just before (three set lookups of a new str
+ * for each were ~25 % of names_of). -1 on error. */
 static int name_lists(const char *f, Py_ssize_t n, PyObject *stop, PyObject *calendar,
-                      PyObject *units, StemMemo *memo, int *unit, int *common) {
-    long flags = memo == NULL ? -1 : memo_flags(memo, f, n);
+                      PyObject *units, StemMemo *memo, int *unit, int *common, PyObject **held) {
+    *held = NULL;
+    long flags = memo == NULL ? -1 : memo_flags(memo, f, n, held);
     if (flags >= 0) {
         *unit = (flags & WORD_UNIT) != 0;
         *common = (flags & (WORD_STOP | WORD_CALENDAR)) != 0;
@@ -1109,9 +1111,11 @@ static int name_lists(const char *f, Py_ssize_t n, PyObject *stop, PyObject *cal
     return 0;
 }
 
-/* Classify d[i:e]: 1 and *out filled for a name word (text._is_name_word), 0 if not, -1. */
+/* Classify d[i:e]: 1 and *out filled for a name word (text._is_name_word), 0 if not, -1.
+ * With fold, out->word is the word in lower case (the memo's str of it, when it has one). */
 static int name_word(const char *d, Py_ssize_t i, Py_ssize_t e, PyObject *stop,
-                     PyObject *calendar, PyObject *units, StemMemo *memo, NameWord *out) {
+                     PyObject *calendar, PyObject *units, StemMemo *memo, int fold,
+                     NameWord *out) {
     int lower = 0, upper = 0;
     for (Py_ssize_t k = i; k < e; k++) {
         lower |= IS_LOWER(d[k]);
@@ -1127,13 +1131,32 @@ static int name_word(const char *d, Py_ssize_t i, Py_ssize_t e, PyObject *stop,
     }
     for (Py_ssize_t k = i; k < e; k++) f[k - i] = IS_UPPER(d[k]) ? d[k] + ('a' - 'A') : d[k];
     int found, common;
-    int rc = name_lists(f, e - i, stop, calendar, units, memo, &found, &common);
+    PyObject *held;
+    int rc = name_lists(f, e - i, stop, calendar, units, memo, &found, &common, &held);
+    if (rc == 0 && !found) {
+        out->word = !fold ? ascii_str(d + i, e - i) : held != NULL ? Py_NewRef(held)
+                                                                   : ascii_str(f, e - i);
+        rc = out->word == NULL ? -1 : 1;
+        out->common = common;
+    }
     if (f != small) PyMem_Free(f);
-    if (rc < 0) return -1;
-    if (found) return 0;
-    if ((out->word = ascii_str(d + i, e - i)) == NULL) return -1;
-    out->common = common;
-    return 1;
+    return rc;
+}
+
+/* run[lo:hi]'s words joined by spaces: a new ASCII str. */
+static PyObject *joined_run(NameWord *run, Py_ssize_t lo, Py_ssize_t hi) {
+    Py_ssize_t size = hi - lo - 1;
+    for (Py_ssize_t k = lo; k < hi; k++) size += PyUnicode_GET_LENGTH(run[k].word);
+    PyObject *whole = PyUnicode_New(size, 127);
+    if (whole == NULL) return NULL;
+    char *to = (char *)PyUnicode_1BYTE_DATA(whole);
+    for (Py_ssize_t k = lo; k < hi; k++) {
+        Py_ssize_t n = PyUnicode_GET_LENGTH(run[k].word);
+        if (k > lo) *to++ = ' ';
+        memcpy(to, PyUnicode_1BYTE_DATA(run[k].word), (size_t)n);
+        to += n;
+    }
+    return whole;
 }
 
 /* Append text._run_cues of run[0:n] to cues. */
@@ -1142,13 +1165,7 @@ static int append_run_cues(PyObject *cues, NameWord *run, Py_ssize_t n) {
     while (lo < hi && run[lo].common) lo++;
     while (hi > lo && run[hi - 1].common) hi--;
     if (hi - lo >= 2 && hi - lo <= 4) { /* text._MAX_NAME_WORDS */
-        PyObject *words = PyList_New(hi - lo), *space, *whole;
-        if (words == NULL) return -1;
-        for (Py_ssize_t k = lo; k < hi; k++) PyList_SET_ITEM(words, k - lo, Py_NewRef(run[k].word));
-        space = PyUnicode_FromStringAndSize(" ", 1);
-        whole = space == NULL ? NULL : PyUnicode_Join(space, words);
-        Py_XDECREF(space);
-        Py_DECREF(words);
+        PyObject *whole = joined_run(run, lo, hi);
         if (whole == NULL) return -1;
         int rc = PyList_Append(cues, whole);
         Py_DECREF(whole);
@@ -1168,7 +1185,7 @@ static void clear_run(NameWord *run, Py_ssize_t *n) {
  * without "/" whose apostrophes are already dropped: [c for run in _ascii_name_runs(text) for
  * c in _run_cues(run)]. */
 static PyObject *names_of(const char *d, Py_ssize_t m, PyObject *stop, PyObject *calendar,
-                          PyObject *units, StemMemo *memo);
+                          PyObject *units, StemMemo *memo, int fold);
 
 static PyObject *textc_name_cues(PyObject *self, PyObject *args) {
     PyObject *text, *stop, *calendar, *units;
@@ -1178,13 +1195,14 @@ static PyObject *textc_name_cues(PyObject *self, PyObject *args) {
     if (ascii_arg(text, &d, &m) < 0 || set_arg(stop, "stop_words") < 0 ||
         set_arg(calendar, "calendar_words") < 0 || set_arg(units, "units") < 0)
         return NULL;
-    return names_of(d, m, stop, calendar, units, NULL);
+    return names_of(d, m, stop, calendar, units, NULL, 0);
 }
 
 /* The name cues of ASCII d[0:m] without "/" whose apostrophes are dropped (memo: a StemMemo
- * of these lists, or NULL): a new list. */
+ * of these lists, or NULL), with fold in lower case (normalized: the words hold no blank):
+ * a new list. */
 static PyObject *names_of(const char *d, Py_ssize_t m, PyObject *stop, PyObject *calendar,
-                          PyObject *units, StemMemo *memo) {
+                          PyObject *units, StemMemo *memo, int fold) {
     Py_ssize_t size = 0;
     if (memchr(d, '/', (size_t)m) != NULL) {
         PyErr_SetString(PyExc_ValueError, "text without '/' only");
@@ -1208,7 +1226,7 @@ static PyObject *names_of(const char *d, Py_ssize_t m, PyObject *stop, PyObject 
             continue;
         }
         for (Py_ssize_t start = i;;) { /* the candidate: tokens separated by spaces or tabs */
-            int kind = name_word(d, start, e, stop, calendar, units, memo, &run[size]);
+            int kind = name_word(d, start, e, stop, calendar, units, memo, fold, &run[size]);
             if (kind < 0) goto fail;
             if (kind) {
                 size++;
@@ -1493,11 +1511,13 @@ static long word_flags(StemMemo *m, PyObject *word) {
            (unit ? WORD_UNIT : 0);
 }
 
-static long memo_flags(StemMemo *m, const char *p, Py_ssize_t n) {
+static long memo_flags(StemMemo *m, const char *p, Py_ssize_t n, PyObject **word) {
     WordKey key = word_key(p, n);
     Entry *e = table_find(&m->young, &key);
     if (e == NULL) e = table_find(&m->old, &key);
-    return e == NULL ? -1 : (long)(e->info & WORD_FLAGS);
+    if (e == NULL) return -1;
+    *word = e->word;
+    return (long)(e->info & WORD_FLAGS);
 }
 
 /* The young entry of ASCII word p[0:n] (key: the str of those bytes if the caller has it, else
@@ -1789,9 +1809,10 @@ static PyObject *content_names(PyObject *content, PyObject **sets, StemMemo *mem
     }
     char *d = PyMem_Malloc((size_t)n + 1);
     if (d == NULL) return PyErr_NoMemory();
-    PyObject *names = names_of(d, drop_into(t, n, d), sets[0], sets[1], sets[2], memo);
+    /* folded as they are found: a name's words, the memo's strs of them (normalize of each
+     * cue made a new str: ~3 % of derive_plain) */
+    PyObject *names = names_of(d, drop_into(t, n, d), sets[0], sets[1], sets[2], memo, 1);
     PyMem_Free(d);
-    if (names != NULL && normalize_all(names) < 0) Py_CLEAR(names);
     return names;
 }
 
