@@ -268,7 +268,7 @@ def test_the_one_call_through_a_stem_memo_or_any_mapping_is_the_same(
         args = (text, normalized, normalized, None, [], [], [], limit, *sets)
         assert textc.derive_keys(*args, memo, None) == textc.derive_keys(*args, mapping, None)
         cues, stems, terms = textc.derive_keys(*args, mapping, None)
-        for vocab in (_VOCAB, frozenset()):
+        for vocab in (_VOCAB, frozenset(), set(_VOCAB), _VOCAB):  # its filter, none, again
             expected = (cues, stems & vocab, terms)
             assert textc.derive_keys(*args, memo, vocab) == expected
             assert textc.derive_keys(*args, mapping, vocab) == expected
