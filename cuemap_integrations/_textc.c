@@ -1215,14 +1215,13 @@ static PyObject *names_of(const char *d, Py_ssize_t m, PyObject *stop, PyObject 
     PyObject *cues = PyList_New(0);
     if (run == NULL || cues == NULL) goto fail;
     for (Py_ssize_t i = 0; i < m;) {
-        /* a name starts with a capital or digit, and not inside a word (after a word
-         * character): the word characters that follow a failed start are skipped */
-        Py_ssize_t e = CLS(d[i]) & (C_UPPER | C_DIGIT) ? name_token_end(d, m, i) : -1;
+        /* a name starts with a capital or a digit: the bytes between them are skipped in a
+         * tight loop (testing a start at each byte was ~half of names_of) */
+        while (i < m && !(CLS(d[i]) & (C_UPPER | C_DIGIT))) i++;
+        if (i == m) break;
+        Py_ssize_t e = name_token_end(d, m, i);
         if (e < 0) {
-            if (IS_AW(d[i]))
-                while (++i < m && IS_AW(d[i]));
-            else
-                i++;
+            i++;
             continue;
         }
         for (Py_ssize_t start = i;;) { /* the candidate: tokens separated by spaces or tabs */
