@@ -110,6 +110,16 @@ class _Either:
         return key in self._first or key in self._second
 
 
+def _held(posted: Container[str], waiting: set[str] | None) -> Container[str]:
+    """What holds the cues ``posted`` or ``waiting`` (None: none kept) hold: the set itself
+    while nothing is posted (as when its pending postings began: see :class:`_Pending`),
+    whose ``in`` is C-level where :class:`_Either`'s is a Python call per cue looked up
+    (the first batch into a namespace asks it of each cue without a code)."""
+    if waiting is None:
+        return posted
+    return waiting if not posted else _Either(posted, waiting)
+
+
 def _each_repeated(seqs: list[int], keys_of: list[Sequence[str]]) -> Iterator[int]:
     """Each of ``seqs`` repeated as many times as its keys have items, end to end."""
     return chain.from_iterable(map(repeat, seqs, map(len, keys_of)))
@@ -632,7 +642,8 @@ class NamespaceIndex:
     ) -> None:  # fmt: skip
         """:meth:`_defer_plain` of each of a bulk batch's new plain docs, in ascending ``seq``
         order (their cues distinct and interned, ``terms`` lists, no array view), whose
-        records are stored (``row_cues``: see :meth:`DocColumns.hold_many`): the columns
+        records are stored (``row_cues``: see :meth:`DocColumns.hold_many`) and whose cues
+        joined :meth:`waiting_cues` as they were (``RecordTable.put_many``): the columns
         written and the postings left for :meth:`flush` in one pass each, not one call chain
         per memory (:meth:`CueMap._index_many`)."""
         lengths = list(map(len, terms))
@@ -641,8 +652,6 @@ class NamespaceIndex:
         pending = self._pending
         if pending is None:
             pending = self._pending = _Pending(bool(self.cues))
-        if pending.cues is not None:
-            pending.cues.update(chain.from_iterable(cues))
         plain_seqs, plain_keys = pending.plain["cue"]
         plain_seqs += seqs
         plain_keys += cues
@@ -660,7 +669,7 @@ class NamespaceIndex:
         if pending is None:
             pending = self._pending = _Pending(bool(self.cues))
         waiting = pending.cues
-        return (self.cues if waiting is None else _Either(self.cues, waiting)), waiting
+        return _held(self.cues, waiting), waiting
 
     def held_cues(self) -> Container[str]:
         """The cues some memory of this index has, posted or waiting for :meth:`flush`: what a
@@ -672,7 +681,7 @@ class NamespaceIndex:
         pending = self._pending
         if pending is None or not pending.cues:  # None: cues were posted when it began
             return self.cues
-        return _Either(self.cues, pending.cues)
+        return _held(self.cues, pending.cues)
 
     def _defer_plain(
         self, seq: int, cues: tuple[str, ...], terms: Iterable[str], content: str,

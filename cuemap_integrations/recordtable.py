@@ -28,7 +28,7 @@ from collections.abc import Callable, Container, Iterable, Iterator, MutableMapp
 from dataclasses import MISSING, fields
 from datetime import datetime, timezone
 from functools import partial
-from itertools import chain, compress, repeat
+from itertools import accumulate, chain, compress, repeat
 from operator import is_not, itemgetter, lt
 from struct import Struct
 from typing import Any, NamedTuple, Protocol
@@ -495,9 +495,19 @@ class _CueColumn:
         namespace's cues waiting to be posted: the rows of a bulk batch) and each row's
         ``waiting_of`` cues join ``waiting`` once it is stored, for the next rows to code, as
         one :meth:`put` per memory between the index's own steps did. New rows (no cues yet)
-        are packed in one loop without a method call each."""
+        are packed in one loop without a method call each; with no ``waiting`` (the usual
+        batch), in one list whose bytes join the buffer at once (:meth:`_append`)."""
         pack, codes, names = _PACK, self._codes, self._names
         buffer, starts, sizes, tuples = self._buffer, self._starts, self._sizes, self._tuples
+        if (
+            waiting is None
+            and pack is not None
+            and not any(map(sizes.__getitem__, seqs))
+            and (not tuples or tuples.keys().isdisjoint(seqs))
+            and self._append(seqs, [pack(cues, held, codes, names, _CODES_MAX) for cues in cues_of])
+        ):
+            self._last = (seqs[-1], cues_of[-1])
+            return
         last = self._last
         for seq, cues, more in zip(seqs, cues_of, waiting_of, strict=True):
             if sizes[seq] or seq in tuples:  # not a new row's first cues
@@ -518,6 +528,19 @@ class _CueColumn:
             if waiting is not None:
                 waiting.update(more)
         self._last = last
+
+    def _append(self, seqs: Sequence[int], packed: list[tuple[str, ...] | bytes]) -> bool:
+        """Append the ``packed`` cues of new rows ``seqs`` to the buffer, each row's span
+        written in one C-level pass, if every row packed to bytes that fit a span (False,
+        nothing written, otherwise: the rows then take the loop, whose packing gives the
+        same codes again, already given)."""
+        sizes = list(map(len, packed))
+        if not seqs or not _BYTES.issuperset(map(type, packed)) or max(sizes) > 0xFFFF:
+            return False
+        drain(map(self._starts.__setitem__, seqs, accumulate(sizes, initial=len(self._buffer))))
+        drain(map(self._sizes.__setitem__, seqs, sizes))
+        self._buffer += b"".join(packed)  # type: ignore[arg-type]  # all bytes: checked
+        return True
 
     def drop(self, seq: int) -> None:
         """Forget row ``seq``'s cues."""
@@ -741,13 +764,9 @@ class RecordTable(MutableMapping[int, MemoryRecord]):
             return each
         if seqs[-1] >= len(self._ids):
             self._grow(seqs[-1])
-        kinds, codes, ids, contents, given, stamps, metadata, extra = zip(
-            *[
-                _packed_row(record, self._kind_codes, self._kinds, _KINDS_SHARED)
-                for record in records
-            ],
-            strict=True,
-        )
+        packed = map(_packed_row, records, repeat(self._kind_codes), repeat(self._kinds),
+                     repeat(_KINDS_SHARED, len(records)))  # fmt: skip
+        kinds, codes, ids, contents, given, stamps, metadata, extra = zip(*packed, strict=True)
         drain(map(self._ids.__setitem__, seqs, ids))
         drain(map(self._contents.__setitem__, seqs, contents))
         drain(map(self._codes.__setitem__, seqs, codes))
@@ -918,8 +937,6 @@ class RecordTable(MutableMapping[int, MemoryRecord]):
 
 
 _NAN = float("nan")
-_FLOAT, _INT = (
-    frozenset((float,)),
-    frozenset((int,)),
-)  # the types of a batch's plain stamps, metadata
+# the one type of every stamp, metadata value or packed cues of a batch's plain rows
+_FLOAT, _INT, _BYTES = frozenset((float,)), frozenset((int,)), frozenset((bytes,))
 _INT64 = (-(2**63), 2**63 - 1)  # the ints array("q") holds
