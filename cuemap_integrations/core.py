@@ -361,9 +361,9 @@ class CueMap:
             ]
             content_keys = list(map(content_key, records))
         else:
-            keys = list(map(memo.keys, contents))
-            cues = list(map(memo.index_cues, records, keys))
-            content_keys = list(map(memo.content_key, records))
+            keys = memo.keys_of(contents)
+            cues = memo.index_cues_of(records, keys)
+            content_keys = memo.content_keys_of(records)
         table = self._records
         # the rows first: the index shares their interned cues (see _index_each)
         held, waiting = index.waiting_cues()
