@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sys
 from array import array
-from collections.abc import Callable, Iterable, Iterator, MutableMapping, Sequence
+from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from itertools import repeat
 from operator import and_
 from typing import TypeVar, overload
@@ -198,7 +198,7 @@ class SeqOf(MutableMapping[IdKey, int]):
         while size < 2 * len(held):
             size *= 2
         slots = _empty_slots(table.slots.typecode, size)
-        _place(slots, held, map(hash, map(self._ids.__getitem__, held)))
+        _PLACE(slots, held, list(map(hash, map(self._ids.__getitem__, held))))
         table.slots = slots
         table.held = table.used = len(held)
 
@@ -312,14 +312,15 @@ class SeqsByDigest:
         words.frombytes(memoryview(digests)[: len(digests) // 8 * 8])
         if sys.byteorder == "big":
             words.byteswap()
-        _place(self._slots, held, map(words[::2].__getitem__, held))
+        _PLACE(self._slots, held, list(map(words[::2].__getitem__, held)))
 
 
-def _place(slots: array[int], seqs: list[int], hashes: Iterable[int]) -> None:
+def _place(slots: array[int], seqs: list[int], hashes: list[int]) -> None:
     """Put each of ``seqs`` (distinct keys, ``hashes`` theirs) in the first ``_EMPTY`` slot of
-    ``slots`` from its hash on, without comparing any key: a table's rehash (the hashes
-    found in C-level passes, where a Python expression per seq made rehashing about half of
-    SeqsByDigest.add_many at 50,000 bench memories)."""
+    the new table ``slots`` from its hash on, without comparing any key: a table's rehash
+    (the hashes found in C-level passes, where a Python expression per seq made rehashing
+    about half of SeqsByDigest.add_many at 50,000 bench memories). The reference of
+    ``_textc.place``."""
     mask = len(slots) - 1
     for seq, at in zip(seqs, map(and_, hashes, repeat(mask)), strict=True):
         while slots[at] != _EMPTY:
@@ -364,3 +365,6 @@ _ID_SLOT: Callable[[array[int], list[str | None], str], int] = (
 _DIGEST_SLOT: Callable[[array[int], bytearray, bytes], int] = (
     _digest_slot if _textc is None else _textc.digest_slot
 )
+# the probing of a rehash in C (getattr: an extension built before it has none, and its
+# tables rehash in Python)
+_PLACE: Callable[[array[int], list[int], list[int]], None] = getattr(_textc, "place", _place)
