@@ -4243,6 +4243,69 @@ static int add_record_of(PyObject *m) {
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* A rehashed table's slots: keytables._place                                                */
+/* ---------------------------------------------------------------------------------------- */
+
+/* place(slots, seqs, hashes): keytables._place, put each of ``seqs`` (a list of distinct keys'
+ * seqs) in the first -1 (_EMPTY) slot of ``slots`` (an array "i" or "q" a power of two long)
+ * from its hash in ``hashes`` (a list of ints, taken modulo 2**64 as Python's ``&`` takes
+ * them) on, without comparing keys: SeqOf's and SeqsByDigest's rehash. */
+static PyObject *textc_place(PyObject *self, PyObject *args) {
+    PyObject *slots, *seqs, *hashes;
+    if (!PyArg_ParseTuple(args, "OO!O!:place", &slots, &PyList_Type, &seqs, &PyList_Type,
+                          &hashes))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(seqs);
+    if (PyList_GET_SIZE(hashes) != n) {
+        PyErr_SetString(PyExc_ValueError, "place: a hash for each seq");
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(slots, &view, PyBUF_WRITABLE | PyBUF_FORMAT) < 0) return NULL;
+    Py_ssize_t size = view.itemsize > 0 ? view.len / view.itemsize : 0;
+    int wide = view.format != NULL && strcmp(view.format, "q") == 0 && view.itemsize == 8;
+    int narrow = view.format != NULL && strcmp(view.format, "i") == 0 && view.itemsize == 4;
+    if ((!wide && !narrow) || size == 0 || (size & (size - 1)) != 0) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError,
+                        "place: slots must be an array \"i\" or \"q\" of a power of two "
+                        "slots");
+        return NULL;
+    }
+    int32_t *small = (int32_t *)view.buf;
+    int64_t *large = (int64_t *)view.buf;
+    uint64_t mask = (uint64_t)size - 1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        long long seq = PyLong_AsLongLong(PyList_GET_ITEM(seqs, i));
+        if (seq == -1 && PyErr_Occurred()) break;
+        if (narrow && (seq < INT32_MIN || seq > INT32_MAX)) {
+            PyErr_SetString(PyExc_OverflowError, "place: a seq past the slots' typecode");
+            break;
+        }
+        PyObject *hash = PyList_GET_ITEM(hashes, i);
+        if (!PyLong_Check(hash)) {
+            PyErr_SetString(PyExc_TypeError, "place: hashes must be ints");
+            break;
+        }
+        uint64_t at = (uint64_t)PyLong_AsUnsignedLongLongMask(hash) & mask;
+        if (PyErr_Occurred()) break;
+        Py_ssize_t probes = 0; /* a full table has no slot to find: an error, not a hang */
+        while ((wide ? large[at] : small[at]) != -1 && ++probes < size) at = (at + 1) & mask;
+        if (probes == size) {
+            PyErr_SetString(PyExc_ValueError, "place: no empty slot left");
+            break;
+        }
+        if (wide)
+            large[at] = (int64_t)seq;
+        else
+            small[at] = (int32_t)seq;
+    }
+    PyBuffer_Release(&view);
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* ---------------------------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
     {"porter", textc_porter, METH_O, "text._porter of a word."},
@@ -4273,6 +4336,7 @@ static PyMethodDef methods[] = {
     {"carried_lists", textc_carried_lists, METH_VARARGS, "topk._py_carried_lists."},
     {"alone", textc_alone, METH_O, "ranking._py_alone."},
     {"shared_positions", textc_shared_positions, METH_O, "ranking._py_shared_positions."},
+    {"place", textc_place, METH_VARARGS, "keytables._place."},
     {NULL, NULL, 0, NULL},
 };
 

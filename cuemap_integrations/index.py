@@ -14,13 +14,15 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left
-from collections import Counter, defaultdict, deque
+from collections import Counter, defaultdict
 from collections.abc import Callable, Container, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import chain, repeat
+from operator import lt
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .postings import Postings, PostingsTable, _OnePosting, position, share_equal_seqs, sorted_holds
+from .recordtable import drain as _drain
 from .recordtable import insertion_numbers, interned
 from .text import _C, CueKeys, content_terms
 
@@ -108,14 +110,19 @@ class _Either:
         return key in self._first or key in self._second
 
 
+def _held(posted: Container[str], waiting: set[str] | None) -> Container[str]:
+    """What holds the cues ``posted`` or ``waiting`` (None: none kept) hold: the set itself
+    while nothing is posted (as when its pending postings began: see :class:`_Pending`),
+    whose ``in`` is C-level where :class:`_Either`'s is a Python call per cue looked up
+    (the first batch into a namespace asks it of each cue without a code)."""
+    if waiting is None:
+        return posted
+    return waiting if not posted else _Either(posted, waiting)
+
+
 def _each_repeated(seqs: list[int], keys_of: list[Sequence[str]]) -> Iterator[int]:
     """Each of ``seqs`` repeated as many times as its keys have items, end to end."""
     return chain.from_iterable(map(repeat, seqs, map(len, keys_of)))
-
-
-def _drain(calls: Iterator[object]) -> None:
-    """Run a lazy iterator of calls for their effect (``deque(maxlen=0)`` consumes it in C)."""
-    deque(calls, maxlen=0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,6 +284,60 @@ class DocColumns:
         _set_held(self._cues, seq, cues)
         self.shared[seq] = flags
 
+    def set_many(
+        self, seqs: Sequence[int], lengths: Sequence[int], updated: Sequence[float],
+        types: Sequence[str],
+    ) -> None:  # fmt: skip
+        """:meth:`set` of each memory (a bulk batch's): the columns grown once, each written
+        in one C-level pass."""
+        if not seqs:
+            return
+        top = max(seqs)
+        if top >= len(self.shared):
+            self._grow(top)
+        code_of = self._code_of
+        for type in dict.fromkeys(types):  # each new type coded in the order set would code it
+            if type not in code_of:
+                code_of[type] = len(self.types)
+                self.types.append(type)
+        _drain(map(self.lengths.__setitem__, seqs, lengths))
+        _drain(map(self.updated.__setitem__, seqs, updated))
+        _drain(map(self.codes.__setitem__, seqs, map(code_of.__getitem__, types)))
+
+    def hold_many(
+        self, seqs: Sequence[int], words: Sequence[str], cues: Sequence[tuple[str, ...]],
+        row_cues: Sequence[tuple[str, ...]],
+    ) -> None:  # fmt: skip
+        """:meth:`hold` of each new plain doc of a bulk batch, whose records' rows are stored
+        and hold ``row_cues`` (``RecordTable.put_many``'s): a doc's cues are compared with
+        those (the same tuple, usually), not read back from its row (unpacked from the
+        row's bytes but for the last row stored)."""
+        records = self.records
+        if records is None:
+            _drain(map(self.hold, seqs, words, cues))
+            return
+        content_at, shared, own_words, own_cues = (
+            records.content_at,
+            self.shared,
+            self._words,
+            self._cues,
+        )
+        for seq, content, kept, row in zip(seqs, words, cues, row_cues, strict=True):
+            if content_at(seq) is content:
+                flags = _SHARED_WORDS
+                if own_words:
+                    own_words.pop(seq, None)
+            else:
+                flags = 0
+                own_words[seq] = content
+            if kept is row or kept == row:
+                flags |= _SHARED_CUES
+                if own_cues:
+                    own_cues.pop(seq, None)
+            else:
+                own_cues[seq] = kept
+            shared[seq] = flags
+
     def words_of(self, seq: int) -> str | None:
         """Memory ``seq``'s plain doc content (None: no plain doc)."""
         if self.shared[seq] & _SHARED_WORDS:
@@ -303,6 +364,7 @@ class DocColumns:
 
 
 _SHARED_WORDS, _SHARED_CUES = 1, 2  # DocColumns.shared: what a plain doc reads from its record
+_INT32_MAX = 2**31 - 1  # the largest seq an array("i") of DocTable seqs holds
 
 
 class SharedText(Protocol):
@@ -426,6 +488,32 @@ class DocTable(Mapping[int, IndexedDoc]):
         if self._others:
             self._others.pop(seq, None)
 
+    def put_plain_many(
+        self, seqs: Sequence[int], cues: Sequence[tuple[str, ...]], contents: Sequence[str],
+        lengths: Sequence[int], updated: Sequence[float], types: Sequence[str],
+        row_cues: Sequence[tuple[str, ...]],
+    ) -> None:  # fmt: skip
+        """:meth:`put_plain` of each new plain doc of a bulk batch (``row_cues``: see
+        :meth:`DocColumns.hold_many`). Seqs above every seq held, ascending (bulk ingest's),
+        are held in one extend and their columns written in one pass each; others take
+        :meth:`put_plain`'s path one by one."""
+        held = self._seqs
+        if (held and seqs[0] <= held[-1]) or not all(map(lt, seqs, seqs[1:])):
+            _drain(map(self.put_plain, seqs, cues, contents, lengths, updated, types))
+            return
+        columns = self.columns
+        columns.set_many(seqs, lengths, updated, types)
+        if held.typecode == "i" and seqs[-1] > _INT32_MAX:  # widen, once (see _hold)
+            held = self._seqs = array("q", held)
+        held.extend(seqs)
+        if columns.order is not None:
+            first = columns.indexed
+            columns.indexed += len(seqs)
+            _drain(map(columns.order.__setitem__, seqs, range(first, columns.indexed)))
+        columns.hold_many(seqs, contents, cues, row_cues)
+        if self._others:
+            _drain(map(self._others.pop, seqs, repeat(None)))
+
     def _put_columns(self, seq: int, length: int, updated_ts: float, type: str) -> None:
         """Write memory ``seq``'s column values, and hold ``seq`` (last, if new)."""
         columns = self.columns
@@ -547,6 +635,42 @@ class NamespaceIndex:
             self.add(seq, cues, tags, terms, updated_ts=updated_ts, type=type, content=content,
                      defer=defer)  # fmt: skip
 
+    def add_plain_many(
+        self, seqs: Sequence[int], cues: Sequence[tuple[str, ...]], terms: Sequence[list[str]],
+        contents: Sequence[str], updated: Sequence[float], types: Sequence[str],
+        row_cues: Sequence[tuple[str, ...]],
+    ) -> None:  # fmt: skip
+        """:meth:`_defer_plain` of each of a bulk batch's new plain docs, in ascending ``seq``
+        order (their cues distinct and interned, ``terms`` lists, no array view), whose
+        records are stored (``row_cues``: see :meth:`DocColumns.hold_many`) and whose cues
+        joined :meth:`waiting_cues` as they were (``RecordTable.put_many``): the columns
+        written and the postings left for :meth:`flush` in one pass each, not one call chain
+        per memory (:meth:`CueMap._index_many`)."""
+        lengths = list(map(len, terms))
+        self.docs.put_plain_many(seqs, cues, contents, lengths, updated, types, row_cues)
+        self.total_length += sum(lengths)
+        pending = self._pending
+        if pending is None:
+            pending = self._pending = _Pending(bool(self.cues))
+        plain_seqs, plain_keys = pending.plain["cue"]
+        plain_seqs += seqs
+        plain_keys += cues
+        valued_seqs, valued_keys, values = pending.valued["term"]
+        valued_seqs += seqs
+        valued_keys += terms
+        values += repeat(None, len(seqs))  # counted at the flush (_Pending.count)
+
+    def waiting_cues(self) -> tuple[Container[str], set[str] | None]:
+        """What :meth:`held_cues` is while a bulk batch is added, and the set of cues waiting
+        for :meth:`flush` it holds beside the posted ones (None: none are kept, see
+        :class:`_Pending`), which the batch's rows join as they are stored
+        (``RecordTable.put_many``)."""
+        pending = self._pending
+        if pending is None:
+            pending = self._pending = _Pending(bool(self.cues))
+        waiting = pending.cues
+        return _held(self.cues, waiting), waiting
+
     def held_cues(self) -> Container[str]:
         """The cues some memory of this index has, posted or waiting for :meth:`flush`: what a
         record row may code (``RecordTable.put``). Without the waiting ones, a bulk batch into
@@ -557,7 +681,7 @@ class NamespaceIndex:
         pending = self._pending
         if pending is None or not pending.cues:  # None: cues were posted when it began
             return self.cues
-        return _Either(self.cues, pending.cues)
+        return _held(self.cues, pending.cues)
 
     def _defer_plain(
         self, seq: int, cues: tuple[str, ...], terms: Iterable[str], content: str,

@@ -23,19 +23,20 @@ from __future__ import annotations
 
 import sys
 from array import array
-from collections.abc import Callable, Container, Iterable, Iterator, MutableMapping
+from collections import deque
+from collections.abc import Callable, Container, Iterable, Iterator, MutableMapping, Sequence
 from dataclasses import MISSING, fields
 from datetime import datetime, timezone
 from functools import partial
-from itertools import chain, compress, repeat
-from operator import is_not, itemgetter
+from itertools import accumulate, chain, compress, repeat
+from operator import is_not, itemgetter, lt
 from struct import Struct
 from typing import Any, NamedTuple, Protocol
 
 from .records import CueOrigin, JSONValue, MemoryRecord, MemoryType
 from .text import _C as _textc
 
-__all__ = ["RecordHead", "RecordTable", "Row", "insertion_numbers", "interned"]
+__all__ = ["RecordHead", "RecordTable", "Row", "drain", "insertion_numbers", "interned"]
 
 # The fields a row keeps only when they differ from their default (updated_at: from created_at).
 _EXTRA = ("updated_at", "tags", "last_accessed", "access_count", "expires_at", "supersedes",
@@ -197,6 +198,11 @@ class Row(NamedTuple):
             return False
         expires = self.field("expires_at")
         return expires is not None and expires <= now
+
+
+def drain(calls: Iterator[object]) -> None:
+    """Run a lazy iterator of calls for their effect (``deque(maxlen=0)`` consumes it in C)."""
+    deque(calls, maxlen=0)
 
 
 def _kind_at(table: RecordTable, seq: int) -> Kind:
@@ -477,6 +483,65 @@ class _CueColumn:
         elif cues:
             self._tuples[seq] = cues
 
+    def put_many(
+        self,
+        seqs: Sequence[int],
+        cues_of: Sequence[tuple[str, ...]],
+        held: Container[str],
+        waiting: set[str] | None,
+        waiting_of: Iterable[Iterable[str]],
+    ) -> None:
+        """:meth:`put` each row's cues in turn, where ``held`` holds ``waiting`` (a new
+        namespace's cues waiting to be posted: the rows of a bulk batch) and each row's
+        ``waiting_of`` cues join ``waiting`` once it is stored, for the next rows to code, as
+        one :meth:`put` per memory between the index's own steps did. New rows (no cues yet)
+        are packed in one loop without a method call each; with no ``waiting`` (the usual
+        batch), in one list whose bytes join the buffer at once (:meth:`_append`)."""
+        pack, codes, names = _PACK, self._codes, self._names
+        buffer, starts, sizes, tuples = self._buffer, self._starts, self._sizes, self._tuples
+        if (
+            waiting is None
+            and pack is not None
+            and not any(map(sizes.__getitem__, seqs))
+            and (not tuples or tuples.keys().isdisjoint(seqs))
+            and self._append(seqs, [pack(cues, held, codes, names, _CODES_MAX) for cues in cues_of])
+        ):
+            self._last = (seqs[-1], cues_of[-1])
+            return
+        last = self._last
+        for seq, cues, more in zip(seqs, cues_of, waiting_of, strict=True):
+            if sizes[seq] or seq in tuples:  # not a new row's first cues
+                self.put(seq, cues, held)
+                last = self._last
+            else:
+                packed = (
+                    _python_packed_cues(cues, held, codes, names)
+                    if pack is None
+                    else pack(cues, held, codes, names, _CODES_MAX)
+                )
+                if type(packed) is bytes and len(packed) <= 0xFFFF:
+                    starts[seq], sizes[seq] = len(buffer), len(packed)
+                    buffer += packed
+                    last = (seq, cues)
+                elif cues:
+                    tuples[seq] = cues
+            if waiting is not None:
+                waiting.update(more)
+        self._last = last
+
+    def _append(self, seqs: Sequence[int], packed: list[tuple[str, ...] | bytes]) -> bool:
+        """Append the ``packed`` cues of new rows ``seqs`` to the buffer, each row's span
+        written in one C-level pass, if every row packed to bytes that fit a span (False,
+        nothing written, otherwise: the rows then take the loop, whose packing gives the
+        same codes again, already given)."""
+        sizes = list(map(len, packed))
+        if not seqs or not _BYTES.issuperset(map(type, packed)) or max(sizes) > 0xFFFF:
+            return False
+        drain(map(self._starts.__setitem__, seqs, accumulate(sizes, initial=len(self._buffer))))
+        drain(map(self._sizes.__setitem__, seqs, sizes))
+        self._buffer += b"".join(packed)  # type: ignore[arg-type]  # all bytes: checked
+        return True
+
     def drop(self, seq: int) -> None:
         """Forget row ``seq``'s cues."""
         size = self._sizes[seq]
@@ -673,6 +738,75 @@ class RecordTable(MutableMapping[int, MemoryRecord]):
         self._recent.pop(seq, None)
         return given  # the interned cue tuple
 
+    def put_many(
+        self,
+        seqs: Sequence[int],
+        records: Sequence[MemoryRecord],
+        held: Container[str],
+        waiting: set[str] | None = None,
+        waiting_of: Iterable[Iterable[str]] | None = None,
+    ) -> list[tuple[str, ...]]:
+        """:meth:`put` each record at its seq, in turn: the rows of a bulk batch (``held``,
+        ``waiting``, ``waiting_of``: see :meth:`_CueColumn.put_many`). New seqs above every
+        seq held before, ascending (bulk ingest's), are written column by column: the columns
+        grown once, each filled by one C-level pass where one :meth:`put` per memory made
+        half a dozen calls; any other batch takes :meth:`put`'s path row by row.
+
+        Returns:
+            Each record's cues as interned strings (see :meth:`put`)."""
+        waiting_of = repeat((), len(seqs)) if waiting_of is None else waiting_of
+        if not seqs or seqs[0] <= self._top or not all(map(lt, seqs, seqs[1:])):
+            each = []
+            for seq, record, more in zip(seqs, records, waiting_of, strict=True):
+                each.append(self.put(seq, record, held))
+                if waiting is not None:
+                    waiting.update(more)
+            return each
+        if seqs[-1] >= len(self._ids):
+            self._grow(seqs[-1])
+        packed = map(_packed_row, records, repeat(self._kind_codes), repeat(self._kinds),
+                     repeat(_KINDS_SHARED, len(records)))  # fmt: skip
+        kinds, codes, ids, contents, given, stamps, metadata, extra = zip(*packed, strict=True)
+        drain(map(self._ids.__setitem__, seqs, ids))
+        drain(map(self._contents.__setitem__, seqs, contents))
+        drain(map(self._codes.__setitem__, seqs, codes))
+        self._put_metadata(seqs, metadata)
+        if _FLOAT.issuperset(map(type, stamps)):  # every stamp a float (not a datetime)
+            drain(map(self._stamps.__setitem__, seqs, stamps))
+        else:
+            drain(map(self._set_stamp, seqs, stamps))
+        if _OWN_KIND in codes:
+            self._own_kinds.update(
+                (seq, kind)
+                for seq, kind, code in zip(seqs, kinds, codes, strict=True)
+                if code == _OWN_KIND
+            )
+        if any(extra):
+            self._extra.update((seq, held) for seq, held in zip(seqs, extra, strict=True) if held)
+        if self._order is not None:
+            drain(
+                map(
+                    self._order.__setitem__, seqs, range(self._inserted, self._inserted + len(seqs))
+                )
+            )
+            self._inserted += len(seqs)
+        self._top = seqs[-1]
+        self._count += len(seqs)
+        self._cues.put_many(seqs, given, held, waiting, waiting_of)
+        return list(given)
+
+    def _put_metadata(self, seqs: Sequence[int], metadata: Sequence[Any]) -> None:
+        """:meth:`_set_metadata` of each new row: in one pass while the column is an array
+        and every value an int it holds."""
+        column = self._metadata
+        if type(column) is array and _INT.issuperset(map(type, metadata)):
+            try:
+                drain(map(column.__setitem__, seqs, metadata))
+                return
+            except OverflowError:  # past 64 bits: the rows again, as a list from that one
+                pass
+        drain(map(self._set_metadata, seqs, metadata))
+
     def _set_metadata(self, seq: int, metadata: Any) -> None:
         column = self._metadata
         if type(column) is array:
@@ -803,4 +937,6 @@ class RecordTable(MutableMapping[int, MemoryRecord]):
 
 
 _NAN = float("nan")
+# the one type of every stamp, metadata value or packed cues of a batch's plain rows
+_FLOAT, _INT, _BYTES = frozenset((float,)), frozenset((int,)), frozenset((bytes,))
 _INT64 = (-(2**63), 2**63 - 1)  # the ints array("q") holds

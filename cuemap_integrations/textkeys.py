@@ -67,6 +67,14 @@ class TextMemo:
             keys = self._keys[content] = text_keys(content, self._aliases)
         return keys
 
+    def keys_of(self, contents: Sequence[str]) -> list[TextKeys]:
+        """:meth:`keys` of each of ``contents`` (a bulk batch's: found in one C-level pass)."""
+        found = list(map(self._keys.get, contents))
+        if None in found:
+            found = [self.keys(content) if keys is None else keys
+                     for keys, content in zip(found, contents, strict=True)]  # fmt: skip
+        return found  # type: ignore[return-value]  # every None replaced
+
     def derived_cues(self, content: str) -> tuple[str, ...]:
         """``derive_cues(content)`` as a tuple; the text keys of ``content`` come out of the
         same pass (:func:`~cuemap_integrations.text.derive_cues_and_keys`) and are kept for
@@ -90,6 +98,28 @@ class TextMemo:
         ):
             return index_cues(record, keys, self._aliases)
         return cues
+
+    def index_cues_of(
+        self, records: Sequence[MemoryRecord], keys: Sequence[TextKeys]
+    ) -> list[Sequence[str]]:
+        """:meth:`index_cues` of each record (``keys``: its content's), without a method
+        call per record."""
+        derived, holds_any = self._derived.get, self._aliases.holds_any
+        return [
+            record.cues
+            if not key.aliases and record.cues is derived(record.content)
+            and not holds_any(record.cues)
+            else index_cues(record, key, self._aliases)
+            for record, key in zip(records, keys, strict=True)
+        ]  # fmt: skip
+
+    def content_keys_of(self, records: Sequence[MemoryRecord]) -> list[ContentKey]:
+        """:meth:`content_key` of each record (a bulk batch's: found in one C-level pass)."""
+        found = list(map(self._content_keys.get, [(r.namespace, r.content) for r in records]))
+        if None in found:
+            found = [self.content_key(record) if key is None else key
+                     for key, record in zip(found, records, strict=True)]  # fmt: skip
+        return found  # type: ignore[return-value]  # every None replaced
 
     def normalized(self, content: str) -> str:
         """``normalize(content)``, from the memo."""

@@ -225,3 +225,39 @@ def test_the_compiled_digest_probe_finds_the_slots_of_the_reference(
         key = digest(number)[:length]
         expected = keytables._digest_slot(slots, table._digests, key)
         assert keytables._textc.digest_slot(slots, table._digests, key) == expected
+
+
+@pytest.mark.skipif(keytables._textc is None, reason="the text extension is not built")
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(0, 8),
+    st.lists(
+        st.one_of(st.integers(-(2**63), 2**63 - 1), st.integers(0, 2**64 - 1), st.integers(-3, 3)),
+        max_size=256,
+    ),
+    st.booleans(),
+)
+def test_the_compiled_rehash_places_seqs_where_the_reference_does(
+    log_size: int, hashes: list[int], wide: bool
+) -> None:
+    """Colliding and wrapping probes, negative hashes and hashes past 2**63 (SeqsByDigest's
+    first words), "i" and "q" slots, a table filled to its last slot."""
+    size = 2**log_size
+    hashes = hashes[:size]
+    seqs = [(2**40 if wide else 2**31 - 1) - n for n in range(len(hashes))]
+    expected = keytables._empty_slots("q" if wide else "i", size)
+    placed = keytables._empty_slots("q" if wide else "i", size)
+    keytables._place(expected, seqs, hashes)
+    keytables._textc.place(placed, seqs, hashes)
+    assert placed == expected
+
+
+def test_the_compiled_rehash_refuses_what_the_reference_cannot_place() -> None:
+    if keytables._textc is None:
+        pytest.skip("the text extension is not built")
+    with pytest.raises(ValueError, match="no empty slot"):
+        keytables._textc.place(keytables._empty_slots("i", 2), [1, 2, 3], [0, 0, 0])
+    with pytest.raises(ValueError, match="power of two"):
+        keytables._textc.place(array("i", [-1] * 3), [1], [0])
+    with pytest.raises(OverflowError):
+        keytables._textc.place(keytables._empty_slots("i", 4), [2**31], [0])
