@@ -55,7 +55,7 @@ from .records import (
     validate_namespace,
 )
 from .recordtable import RecordTable, interned
-from .redact import DEFAULT_POLICY, RedactionPolicy, redact_record
+from .redact import DEFAULT_POLICY, RedactionPolicy, redact_pairs, redact_record
 from .results import ConflictNote, Hit, NoteKind, RecallResult, RecallTrace
 from .sessions import open_sessions
 from .store import SessionStore, SharedStore, Store, open_store
@@ -513,10 +513,8 @@ class CueMap:
         with self._lock, self._writing(), _cycle_collection_paused():
             now = self.now()
             memo = TextMemo(self.aliases)
-            prepared = [
-                (redact_record(r, policy, i), given)
-                for i, (r, given) in enumerate(self._prepare(items, now, memo))
-            ]
+            prepared = self._prepare(items, now, memo)
+            redact_pairs(prepared, policy)
             plan = plan_writes(
                 prepared,
                 self._view(),
@@ -585,16 +583,18 @@ class CueMap:
         records: list[tuple[MemoryRecord, bool]] = []
         taken: set[str] = set()
         for position, item in enumerate(items):
-            plain = type(item) is dict  # the usual item: no Mapping check (an abc's) for it
-            if not plain and isinstance(item, MemoryRecord):
-                record, explicit = item, True
-            elif plain or isinstance(item, Mapping):
+            # a dict (the usual item) first: no Mapping check (an abc's) for it
+            if type(item) is dict or (
+                not isinstance(item, MemoryRecord) and isinstance(item, Mapping)
+            ):
                 if "content" not in item:
                     raise ValidationError(f"items[{position}].content", None, "non-empty text")
                 # a dict is read as it is (it is not changed); another mapping is read once
-                options = item if plain else dict(item)
+                options = item if type(item) is dict else dict(item)
                 explicit = options.get("memory_id") is not None
                 record = self._build(options, taken, now, memo)
+            elif isinstance(item, MemoryRecord):
+                record, explicit = item, True
             else:
                 raise ValidationError(f"items[{position}]", item, "a mapping or a MemoryRecord")
             taken.add(record.memory_id)
