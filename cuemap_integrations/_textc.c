@@ -15,7 +15,6 @@
  *   identifier_cues(tokens, stop)      text._identifier_cues, from the text's tokens
  *   first_valid(buckets, limit, worded)   text._first_valid (any str)
  *   quoted_cues(text, stop)            text._quoted_cues
- *   triggered(text, rules)             the rules whose trigger redact._may_match finds
  *   derive_keys(content, text, rest, names, hosts, numbers, dates, limit, stop, calendar,
  *               units, web, stems, vocab)   text.derive_cues_and_keys: the cues and the stems
  *                                      (those in vocab, unless None) and terms of ASCII
@@ -35,6 +34,8 @@
  *   packed_row(layout, reference, packed, record, codes, kinds, room)   recordtable._py_packed_row:
  *                                      a record's shared kind and packed fields (any str)
  *   record_of(layout, table, seq)      recordtable._py_record_at: the record of a packed row
+ *   screen_table(keys), screen(text, table)   redact._triggered_rules: the secret rules of
+ *                                      which a trigger occurs in ASCII text
  *
  * Every index is checked against its buffer's length; buffers are sized from the input.
  */
@@ -1256,83 +1257,6 @@ fail:
         if (run != small) PyMem_Free(run);
     }
     Py_XDECREF(cues);
-    return NULL;
-}
-
-/* ---------------------------------------------------------------------------------------- */
-/* The secret screen's triggers (redact._may_match)                                          */
-/* ---------------------------------------------------------------------------------------- */
-
-/* Whether the m bytes of needle occur in the n bytes of hay (as str's `in`: "" always does). */
-static int has_bytes(const char *hay, Py_ssize_t n, const char *needle, Py_ssize_t m) {
-    if (m == 0) return 1;
-    const char *p = hay, *end = hay + n - m + 1; /* the last place a match can start, + 1 */
-    while (p < end && (p = memchr(p, needle[0], (size_t)(end - p))) != NULL) {
-        if (memcmp(p + 1, needle + 1, (size_t)(m - 1)) == 0) return 1;
-        p++;
-    }
-    return 0;
-}
-
-/* Whether one of the str `triggers` (a tuple) occurs in the n bytes of hay: 1, 0 or -1. A
- * trigger that is not ASCII never occurs in ASCII text. */
-static int any_trigger(PyObject *triggers, const char *hay, Py_ssize_t n) {
-    if (!PyTuple_Check(triggers)) {
-        PyErr_SetString(PyExc_TypeError, "triggered: each rule's triggers must be a tuple");
-        return -1;
-    }
-    for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(triggers); j++) {
-        PyObject *trigger = PyTuple_GET_ITEM(triggers, j);
-        if (!PyUnicode_Check(trigger)) {
-            PyErr_SetString(PyExc_TypeError, "triggered: a trigger must be a str");
-            return -1;
-        }
-#if PY_VERSION_HEX < 0x030C0000
-        if (PyUnicode_READY(trigger) < 0) return -1;
-#endif
-        if (!PyUnicode_IS_ASCII(trigger)) continue;
-        Py_ssize_t m = PyUnicode_GET_LENGTH(trigger);
-        if (m <= n && has_bytes(hay, n, (const char *)PyUnicode_1BYTE_DATA(trigger), m)) return 1;
-    }
-    return 0;
-}
-
-/* triggered(text, rules): for ASCII text, the positions (ascending) of the rules of which a
- * trigger occurs, as redact._may_match finds them. `rules` is a tuple of (triggers, nocase):
- * a rule's triggers are looked for in the text itself, or with nocase in text.lower() (what
- * redact._folded is for ASCII text: A-Z to a-z and nothing else). */
-static PyObject *textc_triggered(PyObject *self, PyObject *args) {
-    PyObject *text, *rules;
-    const char *data;
-    Py_ssize_t n;
-    if (!PyArg_ParseTuple(args, "UO!:triggered", &text, &PyTuple_Type, &rules)) return NULL;
-    if (ascii_arg(text, &data, &n) < 0) return NULL;
-    char *lower = PyMem_Malloc(n > 0 ? (size_t)n : 1);
-    PyObject *found = PyList_New(0);
-    if (lower == NULL || found == NULL) goto fail;
-    for (Py_ssize_t i = 0; i < n; i++) lower[i] = IS_UPPER(data[i]) ? data[i] + 32 : data[i];
-    for (Py_ssize_t r = 0; r < PyTuple_GET_SIZE(rules); r++) {
-        PyObject *rule = PyTuple_GET_ITEM(rules, r);
-        if (!PyTuple_Check(rule) || PyTuple_GET_SIZE(rule) != 2) {
-            PyErr_SetString(PyExc_TypeError, "triggered: each rule must be (triggers, nocase)");
-            goto fail;
-        }
-        int nocase = PyObject_IsTrue(PyTuple_GET_ITEM(rule, 1));
-        if (nocase < 0) goto fail;
-        int hit = any_trigger(PyTuple_GET_ITEM(rule, 0), nocase ? lower : data, n);
-        if (hit < 0) goto fail;
-        if (hit) {
-            PyObject *at = PyLong_FromSsize_t(r);
-            int rc = at == NULL ? -1 : PyList_Append(found, at);
-            Py_XDECREF(at);
-            if (rc < 0) goto fail;
-        }
-    }
-    PyMem_Free(lower);
-    return found;
-fail:
-    PyMem_Free(lower);
-    Py_XDECREF(found);
     return NULL;
 }
 
@@ -4242,6 +4166,301 @@ static int add_record_of(PyObject *m) {
     return PyModule_AddFunctions(m, defs);
 }
 
+/* ---- validate30: the secret screen's triggers, compiled once (redact._may_match) --------- */
+
+/* A trigger of a compiled rule: its bytes and its rule's position. */
+typedef struct {
+    const char *bytes;
+    Py_ssize_t size;
+    int rule;
+} ScreenTrigger;
+
+#define SCREEN_RULES_MAX 64 /* a rule is one bit of a uint64_t */
+
+/* The rules of one key (text has "_", text has a digit): their triggers grouped by first byte,
+ * the case-sensitive ones (side 0) and the case-insensitive ones (side 1, met by the text's
+ * lower-cased byte), and the rules with an empty trigger (in every text, as str's `in`). */
+typedef struct {
+    Py_ssize_t rules;
+    PyObject *payload[SCREEN_RULES_MAX];
+    uint64_t always;
+    uint16_t start[2][257]; /* the triggers of first byte c: start[side][c] .. start[side][c+1] */
+    ScreenTrigger *triggers;
+} ScreenKey;
+
+/* pairs: a bit for each two bytes that some trigger of some key starts with (either case of a
+ * letter of a nocase trigger; a one-byte trigger: with any second byte, the NUL that ends a
+ * str's data included), so that the few places of a text where a trigger may start are found
+ * with a bit test each. */
+typedef struct {
+    ScreenKey key[4]; /* by ("_" in text) * 2 + (text has a digit) */
+    char *bytes;      /* the triggers' bytes */
+    uint64_t pairs[1 << 10];
+} ScreenTable;
+
+#define SCREEN_LOWER(c) ((unsigned)(IS_UPPER(c) ? (c) + 32 : (c)))
+#define SCREEN_UPPER(c) ((unsigned)(IS_LOWER(c) ? (c) - 32 : (c)))
+
+static void screen_pair_set(ScreenTable *table, unsigned a, unsigned b) {
+    unsigned at = a << 8 | b;
+    table->pairs[at >> 6] |= (uint64_t)1 << (at & 63);
+}
+
+/* Set the pairs of every trigger of table's keys (side 1 of a key: its nocase triggers). */
+static void screen_pairs_fill(ScreenTable *table) {
+    for (int k = 0; k < 4; k++) {
+        const ScreenKey *key = &table->key[k];
+        for (int t = 0; t < key->start[1][256]; t++) {
+            const ScreenTrigger *trigger = &key->triggers[t];
+            int nocase = t >= key->start[1][0];
+            unsigned char a = (unsigned char)trigger->bytes[0];
+            unsigned firsts[2] = {a, nocase ? SCREEN_UPPER(a) : a};
+            for (int i = 0; i < 2; i++) {
+                if (trigger->size == 1) {
+                    for (unsigned b = 0; b < 256; b++) screen_pair_set(table, firsts[i], b);
+                    continue;
+                }
+                unsigned char b = (unsigned char)trigger->bytes[1];
+                screen_pair_set(table, firsts[i], b);
+                if (nocase) screen_pair_set(table, firsts[i], SCREEN_UPPER(b));
+            }
+        }
+    }
+}
+
+static const char *SCREEN_CAPSULE = "cuemap_integrations._textc.screen_table";
+
+static void screen_table_free(ScreenTable *table) {
+    for (int k = 0; k < 4; k++) {
+        for (Py_ssize_t r = 0; r < table->key[k].rules; r++) Py_XDECREF(table->key[k].payload[r]);
+        PyMem_Free(table->key[k].triggers);
+    }
+    PyMem_Free(table->bytes);
+    PyMem_Free(table);
+}
+
+static void screen_capsule_free(PyObject *capsule) {
+    ScreenTable *table = PyCapsule_GetPointer(capsule, SCREEN_CAPSULE);
+    if (table != NULL) screen_table_free(table);
+}
+
+/* The ASCII triggers of one rule (triggers, nocase, payload), checked: their count and byte
+ * total added to *count and *size (a non-ASCII trigger never occurs in ASCII text: left out). */
+static int screen_rule_arg(PyObject *rule, Py_ssize_t *count, Py_ssize_t *size) {
+    if (!PyTuple_Check(rule) || PyTuple_GET_SIZE(rule) != 3 ||
+        !PyTuple_Check(PyTuple_GET_ITEM(rule, 0))) {
+        PyErr_SetString(PyExc_TypeError, "screen_table: each rule must be (triggers, nocase, payload)");
+        return -1;
+    }
+    PyObject *triggers = PyTuple_GET_ITEM(rule, 0);
+    for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(triggers); j++) {
+        PyObject *trigger = PyTuple_GET_ITEM(triggers, j);
+        if (!PyUnicode_Check(trigger)) {
+            PyErr_SetString(PyExc_TypeError, "screen_table: a trigger must be a str");
+            return -1;
+        }
+#if PY_VERSION_HEX < 0x030C0000
+        if (PyUnicode_READY(trigger) < 0) return -1;
+#endif
+        if (PyUnicode_IS_ASCII(trigger)) {
+            (*count)++;
+            *size += PyUnicode_GET_LENGTH(trigger);
+        }
+    }
+    return 0;
+}
+
+/* Compile the rules of one key into k (its bytes from *bytes on): 0, or -1 with an error. */
+static int screen_key_fill(ScreenKey *k, PyObject *rules, char **bytes) {
+    Py_ssize_t count = 0, size = 0;
+    if (!PyTuple_Check(rules) || PyTuple_GET_SIZE(rules) > SCREEN_RULES_MAX) {
+        PyErr_Format(PyExc_TypeError, "screen_table: a key's rules: a tuple of at most %d",
+                     SCREEN_RULES_MAX);
+        return -1;
+    }
+    for (Py_ssize_t r = 0; r < PyTuple_GET_SIZE(rules); r++)
+        if (screen_rule_arg(PyTuple_GET_ITEM(rules, r), &count, &size) < 0) return -1;
+    if (count > UINT16_MAX) {
+        PyErr_SetString(PyExc_ValueError, "screen_table: too many triggers");
+        return -1;
+    }
+    k->triggers = PyMem_Calloc(count > 0 ? (size_t)count : 1, sizeof(ScreenTrigger));
+    if (k->triggers == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    uint16_t fill[2][256] = {{0}};
+    for (int pass = 0; pass < 2; pass++) { /* count by (side, first byte), then place */
+        for (Py_ssize_t r = 0; r < PyTuple_GET_SIZE(rules); r++) {
+            PyObject *rule = PyTuple_GET_ITEM(rules, r), *triggers = PyTuple_GET_ITEM(rule, 0);
+            int nocase = PyObject_IsTrue(PyTuple_GET_ITEM(rule, 1));
+            if (nocase < 0) return -1;
+            if (pass == 0) {
+                k->payload[r] = Py_NewRef(PyTuple_GET_ITEM(rule, 2));
+                k->rules = r + 1;
+            }
+            for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(triggers); j++) {
+                PyObject *trigger = PyTuple_GET_ITEM(triggers, j);
+                if (!PyUnicode_IS_ASCII(trigger)) continue;
+                Py_ssize_t m = PyUnicode_GET_LENGTH(trigger);
+                const char *t = (const char *)PyUnicode_1BYTE_DATA(trigger);
+                if (m == 0) {
+                    k->always |= (uint64_t)1 << r;
+                    continue;
+                }
+                unsigned char c = (unsigned char)t[0];
+                if (pass == 0) {
+                    k->start[nocase][c + 1]++;
+                    continue;
+                }
+                ScreenTrigger *at = &k->triggers[k->start[nocase][c] + fill[nocase][c]++];
+                memcpy(*bytes, t, (size_t)m);
+                at->bytes = *bytes;
+                at->size = m;
+                at->rule = (int)r;
+                *bytes += m;
+            }
+        }
+        if (pass == 0) { /* counts to starts: side 1's after side 0's */
+            uint16_t total = 0;
+            for (int side = 0; side < 2; side++) {
+                for (int c = 0; c < 256; c++) {
+                    uint16_t n = k->start[side][c + 1];
+                    k->start[side][c] = total;
+                    total += n;
+                }
+                k->start[side][256] = total;
+            }
+        }
+    }
+    return 0;
+}
+
+/* screen_table(keys): the capsule screen() reads, from ``keys``, the rules of each of the four
+ * keys of ASCII text (no "_" and no digit, a digit, a "_", both): each a tuple of (triggers,
+ * nocase, payload). */
+static PyObject *textc_screen_table(PyObject *self, PyObject *keys) {
+    if (!PyTuple_Check(keys) || PyTuple_GET_SIZE(keys) != 4) {
+        PyErr_SetString(PyExc_TypeError, "screen_table: expected a tuple of 4 rule tuples");
+        return NULL;
+    }
+    Py_ssize_t count = 0, size = 0;
+    for (int k = 0; k < 4; k++) {
+        PyObject *rules = PyTuple_GET_ITEM(keys, k);
+        if (!PyTuple_Check(rules)) {
+            PyErr_SetString(PyExc_TypeError, "screen_table: a key's rules must be a tuple");
+            return NULL;
+        }
+        for (Py_ssize_t r = 0; r < PyTuple_GET_SIZE(rules); r++)
+            if (screen_rule_arg(PyTuple_GET_ITEM(rules, r), &count, &size) < 0) return NULL;
+    }
+    ScreenTable *table = PyMem_Calloc(1, sizeof(ScreenTable));
+    if (table == NULL) return PyErr_NoMemory();
+    table->bytes = PyMem_Malloc(size > 0 ? (size_t)size : 1);
+    if (table->bytes == NULL) {
+        PyMem_Free(table);
+        return PyErr_NoMemory();
+    }
+    char *bytes = table->bytes;
+    for (int k = 0; k < 4; k++) {
+        if (screen_key_fill(&table->key[k], PyTuple_GET_ITEM(keys, k), &bytes) < 0) {
+            screen_table_free(table);
+            return NULL;
+        }
+    }
+    screen_pairs_fill(table);
+    PyObject *capsule = PyCapsule_New(table, SCREEN_CAPSULE, screen_capsule_free);
+    if (capsule == NULL) screen_table_free(table);
+    return capsule;
+}
+
+/* Whether the nocase trigger t (m bytes) is at d (with m bytes left): d's bytes lower-cased
+ * (A-Z only, as str.lower() of ASCII text) equal t's. */
+static int screen_folded_at(const char *d, const char *t, Py_ssize_t m) {
+    for (Py_ssize_t j = 0; j < m; j++)
+        if (SCREEN_LOWER((unsigned char)d[j]) != (unsigned char)t[j]) return 0;
+    return 1;
+}
+
+/* The rules of k (bits) with a trigger that starts at d[i] (of n bytes), beyond those of hit. */
+static uint64_t screen_at(const ScreenKey *k, const char *d, Py_ssize_t i, Py_ssize_t n,
+                          uint64_t hit) {
+    unsigned char c = (unsigned char)d[i];
+    for (int side = 0; side < 2; side++) {
+        unsigned first = side ? SCREEN_LOWER(c) : c;
+        for (uint16_t at = k->start[side][first]; at < k->start[side][first + 1]; at++) {
+            const ScreenTrigger *t = &k->triggers[at];
+            if (hit >> t->rule & 1 || t->size > n - i) continue;
+            if (side ? screen_folded_at(d + i, t->bytes, t->size)
+                     : memcmp(d + i, t->bytes, (size_t)t->size) == 0)
+                hit |= (uint64_t)1 << t->rule;
+        }
+    }
+    return hit;
+}
+
+#define SCREEN_SPOTS 64 /* places kept while the text's key is not yet known */
+
+/* Whether the two bytes at d (the second may be the NUL after a str's data) start a trigger. */
+static int screen_spot(const ScreenTable *table, const unsigned char *d) {
+    unsigned pair = (unsigned)d[0] << 8 | d[1];
+    return table->pairs[pair >> 6] >> (pair & 63) & 1;
+}
+
+/* screen(text, table): for ASCII text, the payloads (a tuple, in rule order) of the rules of
+ * text's key in ``table`` (screen_table) of which a trigger occurs in text, or, for the
+ * nocase ones, in text.lower(): redact._triggered_rules. One pass finds the key and the
+ * places where a trigger may start (the first SCREEN_SPOTS of them; the rest are found again
+ * once the key is known); only those are compared with the key's triggers. */
+static PyObject *textc_screen(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    const char *text;
+    Py_ssize_t n;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "screen(text, table)");
+        return NULL;
+    }
+    if (ascii_arg(args[0], &text, &n) < 0) return NULL;
+    ScreenTable *table = PyCapsule_GetPointer(args[1], SCREEN_CAPSULE);
+    if (table == NULL) return NULL;
+    const unsigned char *d = (const unsigned char *)text; /* d[n] is the str's NUL */
+    Py_ssize_t spots[SCREEN_SPOTS], found = 0, rest = n;
+    int underscore = 0, digit = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        underscore |= d[i] == '_';
+        digit |= IS_DIGIT(d[i]);
+        if (screen_spot(table, d + i)) {
+            if (found < SCREEN_SPOTS)
+                spots[found++] = i;
+            else if (rest == n)
+                rest = i;
+        }
+    }
+    const ScreenKey *k = &table->key[underscore * 2 + digit];
+    uint64_t hit = k->always;
+    for (Py_ssize_t j = 0; j < found; j++) hit = screen_at(k, text, spots[j], n, hit);
+    for (Py_ssize_t i = rest; i < n; i++)
+        if (screen_spot(table, d + i)) hit = screen_at(k, text, i, n, hit);
+    if (hit == 0) return PyTuple_New(0);
+    int rules = 0;
+    for (uint64_t h = hit; h; h &= h - 1) rules++;
+    PyObject *out = PyTuple_New(rules);
+    if (out == NULL) return NULL;
+    for (Py_ssize_t r = 0, j = 0; r < k->rules; r++)
+        if (hit >> r & 1) PyTuple_SET_ITEM(out, j++, Py_NewRef(k->payload[r]));
+    return out;
+}
+
+/* Registers this block's functions in module ``m``: 0, or -1 with an error. */
+static int add_screen(PyObject *m) {
+    static PyMethodDef defs[] = {
+        {"screen_table", textc_screen_table, METH_O, "The compiled table of screen."},
+        {"screen", (PyCFunction)(void (*)(void))textc_screen, METH_FASTCALL,
+         "redact._triggered_rules (ASCII)."},
+        {NULL, NULL, 0, NULL},
+    };
+    return PyModule_AddFunctions(m, defs);
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* A rehashed table's slots: keytables._place                                                */
 /* ---------------------------------------------------------------------------------------- */
@@ -4318,7 +4537,6 @@ static PyMethodDef methods[] = {
     {"identifier_cues", textc_identifier_cues, METH_VARARGS, "text._identifier_cues from tokens."},
     {"first_valid", textc_first_valid, METH_VARARGS, "text._first_valid."},
     {"quoted_cues", textc_quoted_cues, METH_VARARGS, "text._quoted_cues (ASCII)."},
-    {"triggered", textc_triggered, METH_VARARGS, "The rules redact._may_match tries (ASCII)."},
     {"derive_keys", textc_derive_keys, METH_VARARGS, "text.derive_cues_and_keys (ASCII)."},
     {"derive_plain", textc_derive_plain, METH_VARARGS, "derive_keys of plain ASCII content."},
     {"pack_cues", textc_pack_cues, METH_VARARGS, "recordtable._packed_cues."},
@@ -4359,7 +4577,7 @@ PyMODINIT_FUNC PyInit__textc(void) {
     PyObject *m = PyModule_Create(&module);
     if (m != NULL && (PyModule_AddIntConstant(m, "ABI_VERSION", 12) < 0 ||
                       PyModule_AddObjectRef(m, "StemMemo", (PyObject *)&StemMemoType) < 0 ||
-                      add_record_of(m) < 0))
+                      add_record_of(m) < 0 || add_screen(m) < 0))
         Py_CLEAR(m);
     return m;
 }

@@ -57,7 +57,7 @@ from .records import (
     validate_namespace,
 )
 from .recordtable import RecordTable, interned
-from .redact import DEFAULT_POLICY, RedactionPolicy, redact_record
+from .redact import DEFAULT_POLICY, RedactionPolicy, redact_pairs, redact_record
 from .results import ConflictNote, Hit, NoteKind, RecallResult, RecallTrace
 from .sessions import open_sessions
 from .store import SessionStore, SharedStore, Store, open_store
@@ -485,7 +485,16 @@ class CueMap:
                 "add option", name, f"choose from {', '.join(sorted(_ADD_OPTIONS))}"
             )
         get = options.get
-        content = _checked_content(options["content"], self.config.max_content_chars)
+        config = self.config
+        content = options["content"]
+        if not (
+            type(content) is str
+            and content.isascii()
+            and 0 < len(content) <= config.max_content_chars
+            and not content.isspace()
+            and "\x00" not in content
+        ):  # else valid as it is (ASCII has no lone surrogate): no calls to say so
+            content = _checked_content(content, config.max_content_chars)
         namespace = get("namespace", _DEFAULT_NAMESPACE)
         if namespace is not _DEFAULT_NAMESPACE:  # the default needs no check: most items
             namespace = validate_namespace(namespace)
@@ -497,15 +506,20 @@ class CueMap:
         memory_id = get("memory_id")
         if memory_id is None:
             memory_id = self._new_id(namespace, content, taken)
-        created = coerce_timestamp(get("created_at") or now, "created_at")
+        created = get("created_at") or now
+        if type(created) is not datetime or created.tzinfo is not timezone.utc:
+            created = coerce_timestamp(created, "created_at")  # which returns a UTC one as is
         kind = MemoryType.coerce(get("type", MemoryType.NOTE))
         tags = get("tags")
+        expires = get("expires_at") or (  # no call when no type expires (the default)
+            self._ttl_expiry(kind, created) if config.ttl_days else None
+        )
         values = {
             "memory_id": memory_id, "content": content, "created_at": created,
             "updated_at": get("updated_at") or created, "cues": cues,
             "tags": () if tags is None else normalized_list(tags, "tags"), "type": kind,
             "source": get("source"), "namespace": namespace, "last_accessed": None,
-            "access_count": 0, "expires_at": get("expires_at") or self._ttl_expiry(kind, created),
+            "access_count": 0, "expires_at": expires,
             "supersedes": get("supersedes"), "superseded_by": None, "superseded_at": None,
             "key": get("key"), "metadata": get("metadata") or {}, "cue_origin": origin,
         }  # fmt: skip
@@ -574,10 +588,8 @@ class CueMap:
         with self._lock, self._writing(), _cycle_collection_paused():
             now = self.now()
             memo = TextMemo(self.aliases)
-            prepared = [
-                (redact_record(r, policy, i), given)
-                for i, (r, given) in enumerate(self._prepare(items, now, memo))
-            ]
+            prepared = self._prepare(items, now, memo)
+            redact_pairs(prepared, policy)
             plan = plan_writes(
                 prepared,
                 self._view(),
@@ -646,15 +658,18 @@ class CueMap:
         records: list[tuple[MemoryRecord, bool]] = []
         taken: set[str] = set()
         for position, item in enumerate(items):
-            if isinstance(item, MemoryRecord):
-                record, explicit = item, True
-            elif isinstance(item, Mapping):
+            # a dict (the usual item) first: no Mapping check (an abc's) for it
+            if type(item) is dict or (
+                not isinstance(item, MemoryRecord) and isinstance(item, Mapping)
+            ):
                 if "content" not in item:
                     raise ValidationError(f"items[{position}].content", None, "non-empty text")
                 # a dict is read as it is (it is not changed); another mapping is read once
                 options = item if type(item) is dict else dict(item)
                 explicit = options.get("memory_id") is not None
                 record = self._build(options, taken, now, memo)
+            elif isinstance(item, MemoryRecord):
+                record, explicit = item, True
             else:
                 raise ValidationError(f"items[{position}]", item, "a mapping or a MemoryRecord")
             taken.add(record.memory_id)

@@ -205,6 +205,14 @@ def _plain_strings(items: tuple[object, ...]) -> bool:
 
 def validate_memory_id(value: object, field_name: str = "memory_id") -> str:
     """Return a valid memory id or raise ValidationError."""
+    if (
+        type(value) is str
+        and 0 < len(value) <= _MAX_ID_LEN
+        and value.isascii()
+        and value.isprintable()
+        and not value.isspace()
+    ):  # the usual id, valid as it is: its only blank can be " ", and no control character
+        return value  # nor surrogate is printable ASCII (the checks below, without 3 calls)
     if not isinstance(value, str) or not value.strip():
         raise ValidationError(field_name, value, "a non-empty string")
     # printable ASCII has none of _ID_FORBIDDEN's characters: most ids skip the search
@@ -363,14 +371,47 @@ class MemoryRecord:
 def _check_from_tags(values: dict[str, Any]) -> None:
     """``__post_init__``'s checks from ``tags`` on, normalising a record's field ``values``
     in place (a frozen record's ``__dict__``: the same as setting its attributes). A value
-    already in its checked form (no tags, a member of the type, a UTC datetime or None) is
-    passed over without the call that would return it unchanged: a bulk ingest's records
-    hold little else."""
+    already in its checked form (no tags, a member of the type, a UTC datetime or None, no
+    id field, a flat ASCII metadata dict) is passed over without the call that would return
+    it unchanged: a bulk ingest's records hold little else."""
     tags = values["tags"]
     if type(tags) is not tuple or tags:
         values["tags"] = _string_tuple(tags, "tags")
     if type(values["type"]) is not MemoryType:
         values["type"] = MemoryType.coerce(values["type"])
+    created, updated = values["created_at"], values["updated_at"]
+    if not (
+        type(created) is datetime
+        and created.tzinfo is _UTC
+        and type(updated) is datetime
+        and updated.tzinfo is _UTC
+        and values["last_accessed"] is None
+        and values["expires_at"] is None
+        and values["superseded_at"] is None
+    ):  # a new memory's are so: the loop over them would pass over each
+        _check_timestamps(values)
+    source, count = values["source"], values["access_count"]
+    if not (
+        (source is None or (type(source) is str and source.isascii()))
+        and type(count) is int
+        and count >= 0
+        and values["supersedes"] is None
+        and values["superseded_by"] is None
+        and values["key"] is None
+        and values["cue_origin"] in _ORIGINS
+    ):  # else what _check_scalars checks holds as it is
+        _check_scalars(values)
+    given = values["metadata"]
+    if type(given) is dict and _flat_ascii(given):
+        values["metadata"] = dict(given)  # what json_safe_copy returns for it
+        return
+    metadata = json_safe_copy(given if given is not None else {})
+    if not isinstance(metadata, dict):
+        raise ValidationError("metadata", given, "a dict")
+    values["metadata"] = metadata
+
+
+def _check_timestamps(values: dict[str, Any]) -> None:
     for name, optional in _TIMESTAMP_FIELDS:
         value = values[name]
         if (value is None and optional) or (type(value) is datetime and value.tzinfo is _UTC):
@@ -378,12 +419,6 @@ def _check_from_tags(values: dict[str, Any]) -> None:
         values[name] = (
             _optional_timestamp(value, name) if optional else coerce_timestamp(value, name)
         )
-    _check_scalars(values)
-    given = values["metadata"]
-    metadata = json_safe_copy(given if given is not None else {})
-    if not isinstance(metadata, dict):
-        raise ValidationError("metadata", given, "a dict")
-    values["metadata"] = metadata
 
 
 _UTC = timezone.utc
@@ -405,11 +440,12 @@ def _check_scalars(values: dict[str, Any]) -> None:
         value = values[name]
         if value is not None:
             validate_memory_id(value, name)
-    if values["cue_origin"] not in ("given", "derived"):
+    if values["cue_origin"] not in _ORIGINS:
         raise ValidationError("cue_origin", values["cue_origin"], "'given' or 'derived'")
 
 
 _ID_FIELDS = ("supersedes", "superseded_by", "key")  # checked as memory ids, in this order
+_ORIGINS = ("given", "derived")
 
 
 RECORD_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(MemoryRecord))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from datetime import datetime, timedelta, timezone
 from typing import Any
+from unittest.mock import patch
 
 import pytest
 from hypothesis import given, settings
@@ -149,29 +150,54 @@ _RULE_SPECS = st.lists(
               st.booleans()),
     max_size=6,
 ).map(tuple)  # fmt: skip
+# long enough to hold more places where a trigger may start than screen keeps in its first pass
+_LONG_TRIGGER_TEXT = st.text(st.sampled_from("aAbBkK-._@+1 ey"), min_size=64, max_size=300)
+_KEYS = [(underscore, digit) for underscore in (False, True) for digit in (False, True)]
 
 
 @pytest.mark.skipif(text._C is None, reason="the text extension is not built")
 @settings(max_examples=500, deadline=None)
-@given(st.one_of(_ASCII_SECRETISH, _TRIGGER_TEXT), _RULE_SPECS)
-def test_triggered_rules_are_those_whose_trigger_is_in_the_text(
-    content: str, rules: tuple[tuple[tuple[str, ...], bool], ...]
+@given(
+    st.one_of(_ASCII_SECRETISH, _TRIGGER_TEXT, _LONG_TRIGGER_TEXT), st.tuples(*[_RULE_SPECS] * 4)
+)
+def test_screened_rules_are_those_whose_trigger_is_in_the_text(
+    content: str, keys: tuple[tuple[tuple[tuple[str, ...], bool], ...], ...]
 ) -> None:
-    """_textc.triggered: the rules with a trigger in the text (lower-cased for nocase ones),
-    as ``trigger in haystack`` finds them, for any triggers (empty, non-ASCII, longer)."""
-    expected = [
-        at for at, (triggers, nocase) in enumerate(rules)
+    """_textc.screen: the payloads of the rules of the text's key ("_" in it, a digit in it)
+    with a trigger in the text (lower-cased for nocase ones), as ``trigger in haystack``
+    finds them, for any triggers (empty, non-ASCII, upper case for a nocase rule, longer)."""
+    table = text._C.screen_table(
+        tuple(tuple((*rule, (k, at)) for at, rule in enumerate(rules)) for k, rules in enumerate(keys))
+    )  # fmt: skip
+    k = _KEYS.index(("_" in content, any(c.isdigit() for c in content)))
+    expected = tuple(
+        (k, at) for at, (triggers, nocase) in enumerate(keys[k])
         if any(trigger in (content.lower() if nocase else content) for trigger in triggers)
-    ]  # fmt: skip
-    assert text._C.triggered(content, rules) == expected
+    )  # fmt: skip
+    assert text._C.screen(content, table) == expected
+
+
+@pytest.mark.skipif(text._C is None, reason="the text extension is not built")
+def test_the_screen_refuses_what_it_cannot_read() -> None:
+    table = text._C.screen_table(((), (), (), ()))
+    assert text._C.screen("no rules", table) == ()
+    with pytest.raises(ValueError, match="ASCII"):
+        text._C.screen("密码 123", table)
+    with pytest.raises(ValueError):  # another capsule, or none
+        text._C.screen("text", object())
+    for bad in ((), ((),) * 3, (((("x",), True),), (), (), ()), ((((1,), True, 0),), (), (), ())):
+        with pytest.raises(TypeError):
+            text._C.screen_table(bad)
 
 
 @pytest.mark.skipif(text._C is None, reason="the text extension is not built")
 @settings(max_examples=500, deadline=None)
-@given(_ASCII_SECRETISH)
-def test_the_compiled_trigger_search_screens_as_the_python_loop(content: str) -> None:
-    key = redact._rules_key(content)
-    assert key[0]
-    expected = redact._python_match(content, key)
-    assert redact._triggered_match(content, key) is expected
+@given(st.one_of(_ASCII_SECRETISH, _LONG_TRIGGER_TEXT.map(lambda t: t + " token=abcdefgh123")))
+def test_the_compiled_screen_finds_the_rules_of_its_python_twin(content: str) -> None:
+    assert content.isascii()
+    rules = redact._triggered_rules(content)
+    assert list(redact._text._C.screen(content, redact._SCREEN_TABLE)) == rules
+    with patch.object(text, "_C", None):
+        expected = redact._may_match(content)
     assert redact._may_match(content) is expected
+    assert expected is (redact._SCREEN.search(content) is not None)

@@ -20,7 +20,12 @@ from cuemap_integrations import (
     NotFoundError,
     ValidationError,
 )
-from cuemap_integrations.records import coerce_timestamp, validate_content, validate_namespace
+from cuemap_integrations.records import (
+    coerce_timestamp,
+    validate_content,
+    validate_memory_id,
+    validate_namespace,
+)
 from cuemap_integrations.text import derive_cues
 from cuemap_integrations.textkeys import TextMemo
 from cuemap_integrations.validation import normalized_list
@@ -251,3 +256,36 @@ def test_a_built_record_is_the_one_the_plain_add_makes(drawn: tuple[dict[str, An
         got = _outcome(lambda: cm._build(given, set(), T, TextMemo(cm.aliases)))
         expected = _outcome(lambda: _plain_record(cm, item, T))
     assert got == expected or repr(got) == repr(expected)  # NaN: equal only by repr
+
+
+def _plain_id_outcome(value: object) -> object:
+    """validate_memory_id's answer by its rules, written plainly: a string, not blank, at most
+    256 characters, no control character, valid Unicode; the value itself, or the error."""
+    if not isinstance(value, str) or not value.strip():
+        return ("memory_id", value)
+    if len(value) > 256 or any(c < "\x20" or c == "\x7f" for c in value):
+        return ("memory_id", value)
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return ("memory_id", value[:40])
+    return value
+
+
+@settings(max_examples=1500, deadline=None)
+@given(
+    st.one_of(
+        st.text(st.sampled_from("ab -_.\t\n\x00\x7f\x1fé\ud800 "), max_size=8),
+        st.sampled_from(["", " ", "  ", "x" * 256, "x" * 257, " x ", "m-1", "\u3000"]),
+        st.integers(),
+        st.none(),
+    )
+)
+def test_a_memory_id_is_checked_as_its_rules_say(value: object) -> None:
+    """The printable-ASCII shortcut of validate_memory_id gives the answer of its rules."""
+    try:
+        got: object = validate_memory_id(value)
+        assert got is value
+    except ValidationError as error:
+        got = (error.field, error.value)
+    assert got == _plain_id_outcome(value)

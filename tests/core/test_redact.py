@@ -485,3 +485,37 @@ def test_the_assignment_prefilters_answer_as_their_patterns(text: str) -> None:
             expected = prefilter.pattern.search(text)
             got = prefilter.search(text)
             assert (got is None) is (expected is None)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(_TEXTS), st.sampled_from([{}, {"i": 3}, {"password": "hunter2"}])
+        ),
+        max_size=5,
+    ),
+    st.sampled_from([DEFAULT_POLICY, STRICT, DEFAULT_POLICY.with_actions(api_key="drop"), None]),
+)
+def test_redacting_pairs_in_place_is_redact_record_of_each(
+    drawn: list[tuple[str, dict[str, object]]], policy: RedactionPolicy | None
+) -> None:
+    """redact_pairs: each pair's record as redact_record returns it (the same object when it
+    is unchanged), its flag kept; or redact_record's first SecretError, naming its position."""
+    when = datetime(2024, 1, 1, tzinfo=timezone.utc)
+    records = [
+        MemoryRecord(f"m{i}", text, when, when, metadata=meta, cue_origin="derived")
+        for i, (text, meta) in enumerate(drawn)
+    ]
+    pairs = [(record, i) for i, record in enumerate(records)]
+    try:
+        expected = [(redact_module.redact_record(r, policy, i), i) for r, i in pairs]
+    except SecretError as error:
+        with pytest.raises(SecretError) as raised:
+            redact_module.redact_pairs(pairs, policy)
+        assert str(raised.value) == str(error)
+        return
+    redact_module.redact_pairs(pairs, policy)
+    assert pairs == expected
+    for (got, _), (want, _), record in zip(pairs, expected, records, strict=True):
+        assert (got is record) is (want is record)
