@@ -30,6 +30,8 @@
  *   digest_slot(slots, digests, digest)   keytables._digest_slot: SeqsByDigest's probe
  *   record_rows(records, fields, row_of, strings_json, metadata_json)   store._py_record_rows:
  *                                      the SQLite parameters of a batch's records (any str)
+ *   insert_groups(rows, size, sets, twin)   store._py_insert_groups: each full group of rows
+ *                                      as one multi-row INSERT's parameters, shared values once
  *   packed_row(layout, reference, packed, record, codes, kinds, room)   recordtable._py_packed_row:
  *                                      a record's shared kind and packed fields (any str)
  *   record_of(layout, table, seq)      recordtable._py_record_at: the record of a packed row
@@ -2793,6 +2795,133 @@ done:
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* A batch's multi-row INSERTs (store._py_insert_groups): each full group of rows as the
+ * parameters of one statement, a value every row of the group shares bound once. */
+
+/* Whether a and b bind as the same SQLite value: the same object, or equal exact str or int
+ * (any other type only as the same object: 0.0 == -0.0, 1 == 1.0 == True). -1 on error. */
+static int same_param(PyObject *a, PyObject *b) {
+    if (a == b) return 1;
+    if (!Py_IS_TYPE(a, Py_TYPE(b)) || !(PyUnicode_CheckExact(a) || PyLong_CheckExact(a))) return 0;
+    return PyObject_RichCompareBool(a, b, Py_EQ);
+}
+
+/* Whether column col holds one value in the rows (tuples) rows[0 .. n). -1 on error. */
+static int column_shared(PyObject **rows, Py_ssize_t n, int col) {
+    PyObject *first = PyTuple_GET_ITEM(rows[0], col);
+    for (Py_ssize_t r = 1; r < n; r++) {
+        int same = same_param(PyTuple_GET_ITEM(rows[r], col), first);
+        if (same <= 0) return same;
+    }
+    return 1;
+}
+
+/* The column sets a group may share (store._SHARED_SETS), and the twin columns. */
+typedef struct {
+    int nsets, len[16], cols[16][ROW_SIZE], copy, of;
+} GroupShapes;
+
+/* shapes from (sets, (copy, of)): -1 with an error for indexes out of range. */
+static int group_shapes(PyObject *sets, int copy, int of, GroupShapes *s) {
+    s->nsets = (int)PyTuple_GET_SIZE(sets);
+    s->copy = copy;
+    s->of = of;
+    if (s->nsets > 16 || copy < 0 || copy >= ROW_SIZE || of < 0 || of >= copy) goto bad;
+    for (int i = 0; i < s->nsets; i++) {
+        PyObject *set = PyTuple_GET_ITEM(sets, i);
+        if (!PyTuple_Check(set) || PyTuple_GET_SIZE(set) > ROW_SIZE) goto bad;
+        s->len[i] = (int)PyTuple_GET_SIZE(set);
+        for (int j = 0; j < s->len[i]; j++) {
+            long col = PyLong_AsLong(PyTuple_GET_ITEM(set, j));
+            if (col == -1 && PyErr_Occurred()) return -1;
+            if (col < 0 || col >= ROW_SIZE) goto bad;
+            s->cols[i][j] = (int)col;
+        }
+    }
+    return 0;
+bad:
+    PyErr_SetString(PyExc_ValueError, "insert_groups: column sets out of range");
+    return -1;
+}
+
+/* The group's shape (bit i: every column of set i shared; bit nsets: column copy equals
+ * column of in every row, neither shared) and which columns it shares. -1 on error. */
+static long group_shape(const GroupShapes *s, PyObject **rows, Py_ssize_t n, char *shared) {
+    long shape = 0;
+    memset(shared, 0, ROW_SIZE);
+    for (int i = 0; i < s->nsets; i++) {
+        int all = 1;
+        for (int j = 0; j < s->len[i] && all == 1; j++) all = column_shared(rows, n, s->cols[i][j]);
+        if (all < 0) return -1;
+        if (!all) continue;
+        shape |= 1L << i;
+        for (int j = 0; j < s->len[i]; j++) shared[s->cols[i][j]] = 1;
+    }
+    if (shared[s->copy] || shared[s->of]) return shape;
+    for (Py_ssize_t r = 0; r < n; r++) {
+        int same = same_param(PyTuple_GET_ITEM(rows[r], s->copy), PyTuple_GET_ITEM(rows[r], s->of));
+        if (same <= 0) return same < 0 ? -1 : shape;
+    }
+    return shape | 1L << s->nsets;
+}
+
+/* The (shape, parameters) of rows[0 .. n): the shared values (first row's), then each row's
+ * own, in column order. NULL on error. */
+static PyObject *group_params(const GroupShapes *s, PyObject **rows, Py_ssize_t n) {
+    char shared[ROW_SIZE];
+    long shape = group_shape(s, rows, n, shared);
+    if (shape < 0) return NULL;
+    int own[ROW_SIZE], nown = 0, nshared = 0;
+    int twin = (shape >> s->nsets) & 1;
+    for (int c = 0; c < ROW_SIZE; c++) {
+        if (shared[c]) nshared++;
+        else if (!(twin && c == s->copy)) own[nown++] = c;
+    }
+    PyObject *params = PyList_New(nshared + n * nown);
+    if (params == NULL) return NULL;
+    Py_ssize_t at = 0;
+    for (int c = 0; c < ROW_SIZE; c++)
+        if (shared[c]) PyList_SET_ITEM(params, at++, Py_NewRef(PyTuple_GET_ITEM(rows[0], c)));
+    for (Py_ssize_t r = 0; r < n; r++)
+        for (int j = 0; j < nown; j++)
+            PyList_SET_ITEM(params, at++, Py_NewRef(PyTuple_GET_ITEM(rows[r], own[j])));
+    return Py_BuildValue("(lN)", shape, params);
+}
+
+/* insert_groups(rows, size, sets, (copy, of)): store._py_insert_groups, the (shape,
+ * parameters) of each full group of size rows (tuples of store._COLUMNS' width). */
+static PyObject *textc_insert_groups(PyObject *self, PyObject *args) {
+    PyObject *rows, *sets;
+    Py_ssize_t size;
+    int copy, of;
+    GroupShapes shapes;
+    if (!PyArg_ParseTuple(args, "O!nO!(ii):insert_groups", &PyList_Type, &rows, &size,
+                          &PyTuple_Type, &sets, &copy, &of) ||
+        group_shapes(sets, copy, of, &shapes) < 0)
+        return NULL;
+    if (size < 1) {
+        PyErr_SetString(PyExc_ValueError, "insert_groups: size must be positive");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(rows);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *row = PyList_GET_ITEM(rows, i);
+        if (!PyTuple_Check(row) || PyTuple_GET_SIZE(row) != ROW_SIZE) {
+            PyErr_SetString(PyExc_TypeError, "insert_groups: rows must be tuples of the columns");
+            return NULL;
+        }
+    }
+    PyObject *groups = PyList_New(n / size);
+    for (Py_ssize_t g = 0; groups != NULL && g < n / size; g++) {
+        /* the list's item array: nothing runs Python that could resize it (equal str or int) */
+        PyObject *group = group_params(&shapes, &PyList_GET_ITEM(rows, g * size), size);
+        if (group == NULL) Py_CLEAR(groups);
+        else PyList_SET_ITEM(groups, g, group);
+    }
+    return groups;
+}
+
+/* ---------------------------------------------------------------------------------------- */
 /* A record's packed row (recordtable._py_packed_row): its shared kind and the fields of the
  * row, for a new memory with every optional field at its default (bulk ingest's); anything
  * else (a field past its default, an updated_at of its own, a str subclass among the cues, a
@@ -3816,6 +3945,7 @@ static PyMethodDef methods[] = {
     {"id_slot", textc_id_slot, METH_VARARGS, "keytables._id_slot."},
     {"digest_slot", textc_digest_slot, METH_VARARGS, "keytables._digest_slot."},
     {"record_rows", textc_record_rows, METH_VARARGS, "store._py_record_rows."},
+    {"insert_groups", textc_insert_groups, METH_VARARGS, "store._py_insert_groups."},
     {"packed_row", textc_packed_row, METH_VARARGS, "recordtable._py_packed_row."},
     {"firsts", textc_firsts, METH_VARARGS, "ranking._py_firsts."},
     {"members", textc_members, METH_O, "ranking._py_members."},
@@ -3844,7 +3974,7 @@ PyMODINIT_FUNC PyInit__textc(void) {
         (SHARED_NAME = PyUnicode_InternFromString("_shared")) == NULL)
         return NULL;
     PyObject *m = PyModule_Create(&module);
-    if (m != NULL && (PyModule_AddIntConstant(m, "ABI_VERSION", 11) < 0 ||
+    if (m != NULL && (PyModule_AddIntConstant(m, "ABI_VERSION", 12) < 0 ||
                       PyModule_AddObjectRef(m, "StemMemo", (PyObject *)&StemMemoType) < 0 ||
                       add_record_of(m) < 0))
         Py_CLEAR(m);
