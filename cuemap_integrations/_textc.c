@@ -31,6 +31,8 @@
  *   digest_slot(slots, digests, digest)   keytables._digest_slot: SeqsByDigest's probe
  *   record_rows(records, fields, row_of, strings_json, metadata_json)   store._py_record_rows:
  *                                      the SQLite parameters of a batch's records (any str)
+ *   insert_groups(rows, size, sets, twin)   store._py_insert_groups: each full group of rows
+ *                                      as one multi-row INSERT's parameters, shared values once
  *   packed_row(layout, reference, packed, record, codes, kinds, room)   recordtable._py_packed_row:
  *                                      a record's shared kind and packed fields (any str)
  *   record_of(layout, table, seq)      recordtable._py_record_at: the record of a packed row
@@ -2942,7 +2944,8 @@ static const char ROW_COLUMNS[] = {
 /* The strings one record_rows call shares, and the Python functions it falls back on. */
 typedef struct {
     PyObject *fields, *row_of, *strings_json, *metadata_json;
-    PyObject *empty, *list_sep, *item_sep, *value_name, *iso_name, *no_list, *no_dict;
+    PyObject *empty, *value_name, *iso_name, *no_list, *no_dict, *null_text, *true_text,
+        *false_text;
 } RowMaker;
 
 /* Whether json.encoder.encode_basestring writes ``s`` as it is between quotes: it escapes
@@ -2965,90 +2968,191 @@ static int json_plain(PyObject *s) {
     return 1;
 }
 
+/* A str being written: made at its final length and widest kind, then filled left to right
+ * (the JSON texts below were a PyUnicode_Join and a PyUnicode_FromFormat each: with the ISO
+ * timestamps written without snprintf, record_rows went from 17.1k to 11.6k instructions a
+ * bench row, callgrind). */
+typedef struct {
+    PyObject *text;
+    Py_ssize_t at;
+    int kind;
+    void *data;
+} Out;
+
+/* A new str of size characters, none above max (the widest of the parts written into it:
+ * each canonical, so the result is too). -1 on error. */
+static int out_new(Out *o, Py_ssize_t size, Py_UCS4 max) {
+    o->at = 0;
+    if ((o->text = PyUnicode_New(size, max)) == NULL) return -1;
+    o->kind = PyUnicode_KIND(o->text);
+    o->data = PyUnicode_DATA(o->text);
+    return 0;
+}
+
+/* Write the n ASCII characters of ascii. */
+static void out_ascii(Out *o, const char *ascii, Py_ssize_t n) {
+    if (o->kind == PyUnicode_1BYTE_KIND) memcpy((char *)o->data + o->at, ascii, (size_t)n);
+    else
+        for (Py_ssize_t i = 0; i < n; i++)
+            PyUnicode_WRITE(o->kind, o->data, o->at + i, (Py_UCS4)ascii[i]);
+    o->at += n;
+}
+
+/* Copy the str part (ready). -1 on error. */
+static int out_str(Out *o, PyObject *part) {
+    Py_ssize_t n = PyUnicode_GET_LENGTH(part);
+    if (PyUnicode_KIND(part) == o->kind)
+        memcpy((char *)o->data + o->at * o->kind, PyUnicode_DATA(part), (size_t)(n * o->kind));
+    else if (PyUnicode_CopyCharacters(o->text, o->at, part, 0, n) < 0)
+        return -1;
+    o->at += n;
+    return 0;
+}
+
+/* The largest character a str (ready) can hold: its kind's, tight for a canonical str. */
+static Py_UCS4 widest(Py_UCS4 max, PyObject *s) {
+    Py_UCS4 mine = PyUnicode_MAX_CHAR_VALUE(s);
+    return mine > max ? mine : max;
+}
+
 /* store._json_strings(items): '["a", "b"]' when every item is a plain str, else the Python. */
 static PyObject *strings_json(const RowMaker *m, PyObject *items) {
     if (!PyTuple_CheckExact(items)) return PyObject_CallOneArg(m->strings_json, items);
-    Py_ssize_t n = PyTuple_GET_SIZE(items);
+    Py_ssize_t n = PyTuple_GET_SIZE(items), size = 4 * n;
     if (n == 0) return Py_NewRef(m->no_list);
+    Py_UCS4 max = 127;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *item = PyTuple_GET_ITEM(items, i);
         int plain = PyUnicode_Check(item) ? json_plain(item) : 0;
         if (plain < 0) return NULL;
         if (!plain) return PyObject_CallOneArg(m->strings_json, items);
+        size += PyUnicode_GET_LENGTH(item);
+        max = widest(max, item);
     }
-    PyObject *joined = PyUnicode_Join(m->list_sep, items);
-    if (joined == NULL) return NULL;
-    PyObject *json = PyUnicode_FromFormat("[\"%U\"]", joined);
-    Py_DECREF(joined);
-    return json;
+    Out o;
+    if (out_new(&o, size, max) < 0) return NULL;
+    out_ascii(&o, "[\"", 2);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (i) out_ascii(&o, "\", \"", 4);
+        if (out_str(&o, PyTuple_GET_ITEM(items, i)) < 0) {
+            Py_DECREF(o.text);
+            return NULL;
+        }
+    }
+    out_ascii(&o, "\"]", 2);
+    return o.text;
 }
 
-/* One metadata value as store._SCALAR_JSON writes it; NULL without an error: not one of its
- * exact types, or a string to escape (the Python writes the whole dict). */
-static PyObject *scalar_json(PyObject *value) {
-    if (value == Py_None) return PyUnicode_FromString("null");
-    if (PyBool_Check(value)) return PyUnicode_FromString(value == Py_True ? "true" : "false");
+/* One metadata value as store._SCALAR_JSON writes it (a str still to quote: *quoted set);
+ * NULL without an error: not one of its exact types, or a string to escape (the Python writes
+ * the whole dict). */
+static PyObject *scalar_json(const RowMaker *m, PyObject *value, int *quoted) {
+    *quoted = 0;
+    if (value == Py_None) return Py_NewRef(m->null_text);
+    if (PyBool_Check(value)) return Py_NewRef(value == Py_True ? m->true_text : m->false_text);
     if (PyLong_CheckExact(value)) return PyObject_Repr(value);
     if (PyUnicode_CheckExact(value)) {
         int plain = json_plain(value);
-        return plain > 0 ? PyUnicode_FromFormat("\"%U\"", value) : NULL;
+        *quoted = 1;
+        return plain > 0 ? Py_NewRef(value) : NULL;
     }
     return NULL;
 }
 
-/* The '"key": value' parts of a flat dict's plain keys, in sorted order (NULL without an
- * error: the Python writes this dict). */
-static PyObject *metadata_parts(PyObject *metadata) {
-    PyObject *keys = PyDict_Keys(metadata), *parts = NULL;
-    if (keys == NULL || PyList_Sort(keys) < 0) goto done; /* distinct str: as sorted(items) */
+/* The text of each value of a flat dict's plain keys (keys sorted; quoted[i]: a str to
+ * quote) and the JSON's length and widest character; 0 without an error when the Python
+ * writes this dict, -1 on error. texts[0 .. n) are new references either way (NULL after a
+ * failure). */
+static int metadata_texts(const RowMaker *m, PyObject *metadata, PyObject *keys,
+                          PyObject **texts, char *quoted, Py_ssize_t *size, Py_UCS4 *max) {
     Py_ssize_t n = PyList_GET_SIZE(keys);
-    if ((parts = PyList_New(n)) == NULL) goto done;
+    *size = 2 + 4 * n - 2;
+    *max = 127;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *key = PyList_GET_ITEM(keys, i), *value, *json = NULL, *part = NULL;
-        int plain = PyUnicode_CheckExact(key) ? json_plain(key) : 0;
-        if (plain > 0 && (value = PyDict_GetItemWithError(metadata, key)) != NULL &&
-            (json = scalar_json(value)) != NULL)
-            part = PyUnicode_FromFormat("\"%U\": %U", key, json);
-        Py_XDECREF(json);
-        if (part == NULL) {
-            Py_CLEAR(parts);
-            goto done;
-        }
-        PyList_SET_ITEM(parts, i, part);
+        PyObject *key = PyList_GET_ITEM(keys, i), *value;
+        int plain = PyUnicode_CheckExact(key) ? json_plain(key) : 0, q = 0;
+        if (plain <= 0) return plain;
+        if ((value = PyDict_GetItemWithError(metadata, key)) == NULL ||
+            (texts[i] = scalar_json(m, value, &q)) == NULL)
+            return PyErr_Occurred() ? -1 : 0;
+        quoted[i] = (char)q;
+        *size += PyUnicode_GET_LENGTH(key) + 2 + PyUnicode_GET_LENGTH(texts[i]) + 2 * q;
+        *max = widest(widest(*max, key), texts[i]);
     }
-done:
-    Py_XDECREF(keys);
-    return parts;
+    return 1;
+}
+
+/* '{"a": 1, "b": "x"}' of the sorted keys and their texts. NULL on error. */
+static PyObject *metadata_text(PyObject *keys, PyObject **texts, const char *quoted,
+                               Py_ssize_t size, Py_UCS4 max) {
+    Out o;
+    if (out_new(&o, size, max) < 0) return NULL;
+    out_ascii(&o, "{", 1);
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(keys); i++) {
+        if (i) out_ascii(&o, ", ", 2);
+        out_ascii(&o, "\"", 1);
+        if (out_str(&o, PyList_GET_ITEM(keys, i)) < 0) goto fail;
+        out_ascii(&o, "\": \"", quoted[i] ? 4 : 3);
+        if (out_str(&o, texts[i]) < 0) goto fail;
+        if (quoted[i]) out_ascii(&o, "\"", 1);
+    }
+    out_ascii(&o, "}", 1);
+    return o.text;
+fail:
+    Py_DECREF(o.text);
+    return NULL;
 }
 
 /* store._metadata_json(metadata): '{"a": 1, "b": "x"}' for a flat dict of plain scalars. */
 static PyObject *metadata_json(const RowMaker *m, PyObject *metadata) {
     if (!PyDict_CheckExact(metadata)) return PyObject_CallOneArg(m->metadata_json, metadata);
-    if (PyDict_GET_SIZE(metadata) == 0) return Py_NewRef(m->no_dict);
-    PyObject *parts = metadata_parts(metadata);
-    if (parts == NULL)
-        return PyErr_Occurred() ? NULL : PyObject_CallOneArg(m->metadata_json, metadata);
-    PyObject *joined = PyUnicode_Join(m->item_sep, parts), *json = NULL;
-    Py_DECREF(parts);
-    if (joined != NULL) json = PyUnicode_FromFormat("{%U}", joined);
-    Py_XDECREF(joined);
+    Py_ssize_t n = PyDict_GET_SIZE(metadata), size = 0;
+    if (n == 0) return Py_NewRef(m->no_dict);
+    PyObject *keys = PyDict_Keys(metadata), *json = NULL;
+    PyObject **texts = PyMem_Calloc((size_t)n, sizeof(PyObject *));
+    char *quoted = PyMem_Malloc((size_t)n);
+    Py_UCS4 max = 0;
+    int plain = -1;
+    if (texts == NULL || quoted == NULL) PyErr_NoMemory();
+    else if (keys != NULL && PyList_Sort(keys) == 0) /* distinct str: as sorted(items) */
+        plain = metadata_texts(m, metadata, keys, texts, quoted, &size, &max);
+    if (plain > 0) json = metadata_text(keys, texts, quoted, size, max);
+    else if (plain == 0) json = PyObject_CallOneArg(m->metadata_json, metadata);
+    for (Py_ssize_t i = 0; texts != NULL && i < n; i++) Py_XDECREF(texts[i]);
+    PyMem_Free(texts);
+    PyMem_Free(quoted);
+    Py_XDECREF(keys);
     return json;
 }
 
-/* when.isoformat(), written here for a datetime (exactly) in timezone.utc. */
+/* value's last width decimal digits (zero-padded) at text. */
+static void put_digits(char *text, int value, int width) {
+    for (int i = width - 1; i >= 0; i--, value /= 10) text[i] = (char)('0' + value % 10);
+}
+
+/* when.isoformat(), written here for a datetime (exactly) in timezone.utc (snprintf was
+ * ~3.8k instructions a row). */
 static PyObject *iso_of(const RowMaker *m, PyObject *when) {
     if (!Py_IS_TYPE(when, PyDateTimeAPI->DateTimeType) ||
         PyDateTime_DATE_GET_TZINFO(when) != PyDateTime_TimeZone_UTC)
         return PyObject_CallMethodNoArgs(when, m->iso_name);
-    char text[48];
-    int micro = PyDateTime_DATE_GET_MICROSECOND(when);
-    int n = snprintf(text, sizeof text, "%04d-%02d-%02dT%02d:%02d:%02d", PyDateTime_GET_YEAR(when),
-                     PyDateTime_GET_MONTH(when), PyDateTime_GET_DAY(when),
-                     PyDateTime_DATE_GET_HOUR(when), PyDateTime_DATE_GET_MINUTE(when),
-                     PyDateTime_DATE_GET_SECOND(when));
-    if (micro) n += snprintf(text + n, sizeof text - (size_t)n, ".%06d", micro);
-    n += snprintf(text + n, sizeof text - (size_t)n, "+00:00");
-    return PyUnicode_FromStringAndSize(text, n);
+    char text[32] = "0000-00-00T00:00:00";
+    int micro = PyDateTime_DATE_GET_MICROSECOND(when), n = 19;
+    put_digits(text, PyDateTime_GET_YEAR(when), 4);
+    put_digits(text + 5, PyDateTime_GET_MONTH(when), 2);
+    put_digits(text + 8, PyDateTime_GET_DAY(when), 2);
+    put_digits(text + 11, PyDateTime_DATE_GET_HOUR(when), 2);
+    put_digits(text + 14, PyDateTime_DATE_GET_MINUTE(when), 2);
+    put_digits(text + 17, PyDateTime_DATE_GET_SECOND(when), 2);
+    if (micro) {
+        text[n++] = '.';
+        put_digits(text + n, micro, 6);
+        n += 6;
+    }
+    memcpy(text + n, "+00:00", 6);
+    PyObject *iso = PyUnicode_New(n + 6, 127);
+    if (iso != NULL) memcpy(PyUnicode_1BYTE_DATA(iso), text, (size_t)n + 6);
+    return iso;
 }
 
 /* Column ``at``'s parameter from the record's ``fields`` (by column); ``row``: the columns
@@ -3134,8 +3238,9 @@ static PyObject *textc_record_rows(PyObject *self, PyObject *args) {
     PyObject *seq = PySequence_Fast(records, "record_rows: records must be a sequence");
     if (seq == NULL) return NULL;
     if ((m.empty = PyUnicode_FromString("")) == NULL ||
-        (m.list_sep = PyUnicode_FromString("\", \"")) == NULL ||
-        (m.item_sep = PyUnicode_FromString(", ")) == NULL ||
+        (m.null_text = PyUnicode_FromString("null")) == NULL ||
+        (m.true_text = PyUnicode_FromString("true")) == NULL ||
+        (m.false_text = PyUnicode_FromString("false")) == NULL ||
         (m.value_name = PyUnicode_InternFromString("_value_")) == NULL ||
         (m.iso_name = PyUnicode_InternFromString("isoformat")) == NULL ||
         (m.no_list = PyUnicode_FromString("[]")) == NULL ||
@@ -3154,13 +3259,141 @@ static PyObject *textc_record_rows(PyObject *self, PyObject *args) {
 done:
     Py_DECREF(seq);
     Py_XDECREF(m.empty);
-    Py_XDECREF(m.list_sep);
-    Py_XDECREF(m.item_sep);
+    Py_XDECREF(m.null_text);
+    Py_XDECREF(m.true_text);
+    Py_XDECREF(m.false_text);
     Py_XDECREF(m.value_name);
     Py_XDECREF(m.iso_name);
     Py_XDECREF(m.no_list);
     Py_XDECREF(m.no_dict);
     return rows;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* A batch's multi-row INSERTs (store._py_insert_groups): each full group of rows as the
+ * parameters of one statement, a value every row of the group shares bound once. */
+
+/* Whether a and b bind as the same SQLite value: the same object, or equal exact str or int
+ * (any other type only as the same object: 0.0 == -0.0, 1 == 1.0 == True). -1 on error. */
+static int same_param(PyObject *a, PyObject *b) {
+    if (a == b) return 1;
+    if (!Py_IS_TYPE(a, Py_TYPE(b)) || !(PyUnicode_CheckExact(a) || PyLong_CheckExact(a))) return 0;
+    return PyObject_RichCompareBool(a, b, Py_EQ);
+}
+
+/* Whether column col holds one value in the rows (tuples) rows[0 .. n). -1 on error. */
+static int column_shared(PyObject **rows, Py_ssize_t n, int col) {
+    PyObject *first = PyTuple_GET_ITEM(rows[0], col);
+    for (Py_ssize_t r = 1; r < n; r++) {
+        int same = same_param(PyTuple_GET_ITEM(rows[r], col), first);
+        if (same <= 0) return same;
+    }
+    return 1;
+}
+
+/* The column sets a group may share (store._SHARED_SETS), and the twin columns. */
+typedef struct {
+    int nsets, len[16], cols[16][ROW_SIZE], copy, of;
+} GroupShapes;
+
+/* shapes from (sets, (copy, of)): -1 with an error for indexes out of range. */
+static int group_shapes(PyObject *sets, int copy, int of, GroupShapes *s) {
+    s->nsets = (int)PyTuple_GET_SIZE(sets);
+    s->copy = copy;
+    s->of = of;
+    if (s->nsets > 16 || copy < 0 || copy >= ROW_SIZE || of < 0 || of >= copy) goto bad;
+    for (int i = 0; i < s->nsets; i++) {
+        PyObject *set = PyTuple_GET_ITEM(sets, i);
+        if (!PyTuple_Check(set) || PyTuple_GET_SIZE(set) > ROW_SIZE) goto bad;
+        s->len[i] = (int)PyTuple_GET_SIZE(set);
+        for (int j = 0; j < s->len[i]; j++) {
+            long col = PyLong_AsLong(PyTuple_GET_ITEM(set, j));
+            if (col == -1 && PyErr_Occurred()) return -1;
+            if (col < 0 || col >= ROW_SIZE) goto bad;
+            s->cols[i][j] = (int)col;
+        }
+    }
+    return 0;
+bad:
+    PyErr_SetString(PyExc_ValueError, "insert_groups: column sets out of range");
+    return -1;
+}
+
+/* The group's shape (bit i: every column of set i shared; bit nsets: column copy equals
+ * column of in every row, neither shared) and which columns it shares. -1 on error. */
+static long group_shape(const GroupShapes *s, PyObject **rows, Py_ssize_t n, char *shared) {
+    long shape = 0;
+    memset(shared, 0, ROW_SIZE);
+    for (int i = 0; i < s->nsets; i++) {
+        int all = 1;
+        for (int j = 0; j < s->len[i] && all == 1; j++) all = column_shared(rows, n, s->cols[i][j]);
+        if (all < 0) return -1;
+        if (!all) continue;
+        shape |= 1L << i;
+        for (int j = 0; j < s->len[i]; j++) shared[s->cols[i][j]] = 1;
+    }
+    if (shared[s->copy] || shared[s->of]) return shape;
+    for (Py_ssize_t r = 0; r < n; r++) {
+        int same = same_param(PyTuple_GET_ITEM(rows[r], s->copy), PyTuple_GET_ITEM(rows[r], s->of));
+        if (same <= 0) return same < 0 ? -1 : shape;
+    }
+    return shape | 1L << s->nsets;
+}
+
+/* The (shape, parameters) of rows[0 .. n): the shared values (first row's), then each row's
+ * own, in column order. NULL on error. */
+static PyObject *group_params(const GroupShapes *s, PyObject **rows, Py_ssize_t n) {
+    char shared[ROW_SIZE];
+    long shape = group_shape(s, rows, n, shared);
+    if (shape < 0) return NULL;
+    int own[ROW_SIZE], nown = 0, nshared = 0;
+    int twin = (shape >> s->nsets) & 1;
+    for (int c = 0; c < ROW_SIZE; c++) {
+        if (shared[c]) nshared++;
+        else if (!(twin && c == s->copy)) own[nown++] = c;
+    }
+    PyObject *params = PyList_New(nshared + n * nown);
+    if (params == NULL) return NULL;
+    Py_ssize_t at = 0;
+    for (int c = 0; c < ROW_SIZE; c++)
+        if (shared[c]) PyList_SET_ITEM(params, at++, Py_NewRef(PyTuple_GET_ITEM(rows[0], c)));
+    for (Py_ssize_t r = 0; r < n; r++)
+        for (int j = 0; j < nown; j++)
+            PyList_SET_ITEM(params, at++, Py_NewRef(PyTuple_GET_ITEM(rows[r], own[j])));
+    return Py_BuildValue("(lN)", shape, params);
+}
+
+/* insert_groups(rows, size, sets, (copy, of)): store._py_insert_groups, the (shape,
+ * parameters) of each full group of size rows (tuples of store._COLUMNS' width). */
+static PyObject *textc_insert_groups(PyObject *self, PyObject *args) {
+    PyObject *rows, *sets;
+    Py_ssize_t size;
+    int copy, of;
+    GroupShapes shapes;
+    if (!PyArg_ParseTuple(args, "O!nO!(ii):insert_groups", &PyList_Type, &rows, &size,
+                          &PyTuple_Type, &sets, &copy, &of) ||
+        group_shapes(sets, copy, of, &shapes) < 0)
+        return NULL;
+    if (size < 1) {
+        PyErr_SetString(PyExc_ValueError, "insert_groups: size must be positive");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(rows);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *row = PyList_GET_ITEM(rows, i);
+        if (!PyTuple_Check(row) || PyTuple_GET_SIZE(row) != ROW_SIZE) {
+            PyErr_SetString(PyExc_TypeError, "insert_groups: rows must be tuples of the columns");
+            return NULL;
+        }
+    }
+    PyObject *groups = PyList_New(n / size);
+    for (Py_ssize_t g = 0; groups != NULL && g < n / size; g++) {
+        /* the list's item array: nothing runs Python that could resize it (equal str or int) */
+        PyObject *group = group_params(&shapes, &PyList_GET_ITEM(rows, g * size), size);
+        if (group == NULL) Py_CLEAR(groups);
+        else PyList_SET_ITEM(groups, g, group);
+    }
+    return groups;
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -4544,6 +4777,7 @@ static PyMethodDef methods[] = {
     {"id_slot", textc_id_slot, METH_VARARGS, "keytables._id_slot."},
     {"digest_slot", textc_digest_slot, METH_VARARGS, "keytables._digest_slot."},
     {"record_rows", textc_record_rows, METH_VARARGS, "store._py_record_rows."},
+    {"insert_groups", textc_insert_groups, METH_VARARGS, "store._py_insert_groups."},
     {"packed_row", textc_packed_row, METH_VARARGS, "recordtable._py_packed_row."},
     {"firsts", textc_firsts, METH_VARARGS, "ranking._py_firsts."},
     {"members", textc_members, METH_O, "ranking._py_members."},

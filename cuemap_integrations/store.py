@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
-from itertools import chain
+from functools import cache
 from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -190,10 +190,24 @@ def _parameter(column: str) -> str:
 
 _VALUES = f"({', '.join(map(_parameter, _COLUMNS))})"  # one row's
 _INSERT = f"INSERT INTO memories ({', '.join(_COLUMNS)}) VALUES {_VALUES}"
-# Rows a multi-row INSERT holds: 18 parameters each, within SQLite's oldest limit of 999 a
-# statement (SQLITE_MAX_VARIABLE_NUMBER before 3.32); groups of 32 to 128 rows measured alike.
+# Rows a multi-row INSERT holds: 18 parameters each at most, within SQLite's oldest limit of
+# 999 a statement (SQLITE_MAX_VARIABLE_NUMBER before 3.32); groups of 30 to 200 rows measured
+# alike.
 _ROWS_PER_INSERT = 55
-_INSERT_GROUP = _INSERT + f", {_VALUES}" * (_ROWS_PER_INSERT - 1)
+# The column sets whose values a multi-row INSERT binds once when every row of it holds the
+# same (a batch's namespace, type and source, a new memory's NULLs and access count, a batch
+# without tags or metadata, one clock reading): binding a parameter (SQLite copies each text)
+# cost about as much as SQLite's insert itself; a bench batch binds 5 values a row instead of
+# 18 (into ":memory:", 3.35 -> 2.3 us a row). A fixed menu of sets, not a shape per column, so
+# a store prepares at most 2 ** 5 of these statements (a new one of 55 rows: ~1.1 ms).
+_SHARED_SETS = (
+    ("namespace", "type", "source", "last_accessed", "access_count", "expires_at",
+     "supersedes", "superseded_by", "cue_origin", "superseded_at", "key"),
+    ("tags",), ("metadata",), ("created_at", "updated_at"),
+)  # fmt: skip
+_SHARED_AT = tuple(tuple(map(_COLUMNS.index, columns)) for columns in _SHARED_SETS)
+# a row's updated_at that is its created_at (a new memory's) is bound once for both
+_TWIN_AT = (_COLUMNS.index("updated_at"), _COLUMNS.index("created_at"))
 _UPDATE = (
     f"UPDATE memories SET {', '.join(f'{c} = {_parameter(c)}' for c in _COLUMNS)} WHERE seq = ?"
 )
@@ -300,6 +314,86 @@ def _c_record_rows(records: Sequence[MemoryRecord]) -> list[tuple[Any, ...]]:
 record_rows: Callable[[Sequence[MemoryRecord]], list[tuple[Any, ...]]] = (
     _py_record_rows if _textc is None else _c_record_rows
 )
+
+
+def _same_param(a: object, b: object) -> bool:
+    """Whether ``a`` and ``b`` bind as the same SQLite value: the same object, or equal exact
+    str or int (others only as the same object: ``0.0 == -0.0`` and ``1 == 1.0 == True``)."""
+    return a is b or (type(a) is type(b) and type(a) in (str, int) and a == b)
+
+
+def _py_insert_groups(
+    rows: list[tuple[Any, ...]],
+    size: int,
+    sets: tuple[tuple[int, ...], ...],
+    twin: tuple[int, int],
+) -> list[tuple[int, list[Any]]]:
+    """The ``(shape, parameters)`` of each full group of ``size`` rows, in order: bit ``i``
+    of the shape when every column of ``sets[i]`` holds one value in all the group's rows,
+    bit ``len(sets)`` when column ``twin[0]`` equals column ``twin[1]`` in every row (neither
+    shared); the parameters are the shared values, then each row's own, in column order.
+    The reference of ``_textc.insert_groups``, which is used when the text extension is
+    there; :func:`_group_insert` writes the statement of a shape."""
+    copy, of = twin
+    groups: list[tuple[int, list[Any]]] = []
+    for start in range(0, len(rows) - len(rows) % size, size):
+        group = rows[start : start + size]
+        first = group[0]
+        flags = [all(_same_param(row[c], first[c]) for c in columns for row in group)
+                 for columns in sets]  # fmt: skip
+        shared = {c for flag, columns in zip(flags, sets, strict=True) if flag for c in columns}
+        twinned = not {copy, of} & shared and all(_same_param(row[copy], row[of]) for row in group)
+        own = [c for c in range(len(first)) if c not in shared and not (twinned and c == copy)]
+        params = [first[c] for c in sorted(shared)]
+        for row in group:
+            params.extend([row[c] for c in own])
+        shape = sum(1 << i for i, flag in enumerate(flags) if flag) | twinned << len(sets)
+        groups.append((shape, params))
+    return groups
+
+
+def _c_insert_groups(
+    rows: list[tuple[Any, ...]],
+    size: int,
+    sets: tuple[tuple[int, ...], ...],
+    twin: tuple[int, int],
+) -> list[tuple[int, list[Any]]]:
+    """:func:`_py_insert_groups` in one C call (``_textc.insert_groups``)."""
+    return _textc.insert_groups(rows, size, sets, twin)  # type: ignore[no-any-return]
+
+
+insert_groups = _py_insert_groups if _textc is None else _c_insert_groups
+
+
+@cache  # at most 2 ** (len(_SHARED_SETS) + 1) shapes
+def _group_insert(shape: int) -> str:
+    """The multi-row INSERT of :data:`_ROWS_PER_INSERT` rows of ``shape`` (see
+    :func:`_py_insert_groups`): numbered parameters, a shared value's number in every row."""
+    shared = {
+        _COLUMNS[c] for i, columns in enumerate(_SHARED_AT) if shape >> i & 1 for c in columns
+    }
+    twinned = shape >> len(_SHARED_AT) & 1
+    copy, of = (_COLUMNS[c] for c in _TWIN_AT)
+    numbers = {column: n for n, column in enumerate(sorted(shared, key=_COLUMNS.index), 1)}
+    count = len(numbers)
+    values = []
+    for _ in range(_ROWS_PER_INSERT):
+        row = dict(numbers)
+        for column in _COLUMNS:
+            if column in row:
+                continue
+            if twinned and column == copy:
+                row[column] = row[of]
+            else:
+                count += 1
+                row[column] = count
+        values.append(", ".join(_numbered(column, row[column]) for column in _COLUMNS))
+    return f"INSERT INTO memories ({', '.join(_COLUMNS)}) VALUES ({'), ('.join(values)})"
+
+
+def _numbered(column: str, number: int) -> str:
+    """The placeholder of ``column``'s value as parameter ``number`` (see :func:`_parameter`)."""
+    return f"NULLIF(?{number}, '')" if column in _EMPTY_IS_NULL else f"?{number}"
 
 
 def row_to_record(row: Sequence[Any]) -> tuple[int, MemoryRecord]:
@@ -463,14 +557,14 @@ class SQLiteStore:
 
     def _insert_rows(self, rows: list[tuple[Any, ...]]) -> None:
         """Insert ``rows`` in their order: each full group of :data:`_ROWS_PER_INSERT` by one
-        multi-row ``INSERT`` (its values in one flat parameter list), the rest by
-        ``executemany``. One statement step per group instead of one per row: ~1.5 us less a
-        row of a bulk ingest (6.2 -> 4.8 us a row, 10,000 bench rows into ``:memory:``), the
-        rows and their rowids the same (a multi-row ``VALUES`` is inserted in its order)."""
+        multi-row ``INSERT`` (its values in one flat parameter list, a value the whole group
+        shares in one parameter: :func:`insert_groups`), the rest by ``executemany``. One
+        statement step per group instead of one per row: ~1.5 us less a row of a bulk ingest
+        (6.2 -> 4.8 us a row, 10,000 bench rows into ``:memory:``), the rows and their rowids
+        the same (a multi-row ``VALUES`` is inserted in its order)."""
+        for shape, params in insert_groups(rows, _ROWS_PER_INSERT, _SHARED_AT, _TWIN_AT):
+            self._conn.execute(_group_insert(shape), params)
         whole = len(rows) - len(rows) % _ROWS_PER_INSERT
-        for start in range(0, whole, _ROWS_PER_INSERT):
-            group = rows[start : start + _ROWS_PER_INSERT]
-            self._conn.execute(_INSERT_GROUP, list(chain.from_iterable(group)))
         if whole < len(rows):
             self._conn.executemany(_INSERT, rows[whole:])
 
