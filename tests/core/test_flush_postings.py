@@ -183,3 +183,27 @@ def test_a_bulk_batch_takes_the_compiled_flush(monkeypatch: pytest.MonkeyPatch) 
     assert type(compiled.terms.held("beta")) is Postings
     assert compiled.terms.held("beta")._values == array("B", [2, 2, 1, 2, 2, 2, 1, 2])
     assert compiled.cue_lexicon._length_counts == reference.cue_lexicon._length_counts
+
+
+class _Growing(str):
+    """A key whose comparison lengthens the list of keys being read."""
+
+    keys: list[str] = []
+
+    def __eq__(self, other: object) -> bool:
+        self.keys.append("more")
+        return str.__eq__(self, other)
+
+    __hash__ = str.__hash__
+
+
+def test_keys_lengthened_while_read_are_an_error_not_an_overrun() -> None:
+    """The C code sizes its buffers from the keys' lengths before reading them: a list that
+    grows under it (an odd key's ``__eq__``) stops the flush with an error."""
+    keys: list[str] = ["a", "b"]
+    _Growing.keys = keys
+    keys.append(_Growing("a"))
+    pending = _Pending()
+    pending.add("cue", 1, keys, None)
+    with pytest.raises(RuntimeError, match="pending keys changed"):
+        _post_compiled(pending, *_tables())
