@@ -65,7 +65,7 @@ from .sync import ChangeFeed, RemoteChanges, SyncMode, check_sync
 from .text import _C as _textc
 from .text import derive_cues
 from .textkeys import TextMemo, index_cues, text_keys
-from .threads import Threads, thread_of
+from .threads import Threads, thread_of, turns
 from .topk import RecallMemo, first_pass_hits
 from .validation import build_filters, check_recall_args, id_list, normalized_list
 
@@ -325,8 +325,9 @@ class CueMap:
         rows = iter(rows)
         while chunk := list(islice(rows, _INDEX_CHUNK)):
             # a plain doc: no tags, not a transcript turn (see NamespaceIndex.add_distinct)
-            kinds = [(record.namespace, not record.tags and thread_of(record) is None)
-                     for _, record in chunk]  # fmt: skip
+            records = [record for _, record in chunk]
+            kinds = [(record.namespace, not record.tags and not turn)
+                     for record, turn in zip(records, turns(records), strict=True)]  # fmt: skip
             for (namespace, plain), group in groupby(zip(kinds, chunk, strict=True), itemgetter(0)):
                 run = [row for _, row in group]
                 if plain and len(run) >= _PLAIN_RUN:
