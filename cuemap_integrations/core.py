@@ -343,7 +343,8 @@ class CueMap:
         and pending postings, ids and content keys, each table's step in one call for the
         batch (``RecordTable.put_many``, ``NamespaceIndex.add_plain_many``,
         ``SeqOf.set_many``, ``SeqsByDigest.add_many``) where one memory at a time made
-        about thirty Python calls (bulk ingest's _index_many 12 -> 6 us a memory)."""
+        about thirty Python calls (bulk ingest of 50,000 bench memories: _index_many ~12.5 ->
+        ~9.5 us a memory; add_many 404.7k -> 370.5k instructions a memory)."""
         index = self._indexes.get(namespace)
         if index is None:
             index = self._indexes[namespace] = NamespaceIndex(self._columns)
