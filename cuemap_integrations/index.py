@@ -18,7 +18,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Container, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import chain, repeat
-from operator import lt
+from operator import is_, lt
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .postings import Postings, PostingsTable, _OnePosting, position, share_equal_seqs, sorted_holds
@@ -316,21 +316,24 @@ class DocColumns:
         if records is None:
             _drain(map(self.hold, seqs, words, cues))
             return
-        content_at, shared, own_words, own_cues = (
-            records.content_at,
-            self.shared,
-            self._words,
-            self._cues,
-        )
-        for seq, content, kept, row in zip(seqs, words, cues, row_cues, strict=True):
-            if content_at(seq) is content:
+        same_words = list(map(is_, records.contents_at(seqs), words))
+        same_cues = [kept is row or kept == row for kept, row in zip(cues, row_cues, strict=True)]
+        shared, own_words, own_cues = self.shared, self._words, self._cues
+        if not own_words and not own_cues and all(same_words) and all(same_cues):
+            # every doc reads both from its record (bulk ingest's): the flags in one pass
+            _drain(map(shared.__setitem__, seqs, repeat(_SHARED_WORDS | _SHARED_CUES)))
+            return
+        for seq, content, kept, words_same, cues_same in zip(
+            seqs, words, cues, same_words, same_cues, strict=True
+        ):
+            if words_same:
                 flags = _SHARED_WORDS
                 if own_words:
                     own_words.pop(seq, None)
             else:
                 flags = 0
                 own_words[seq] = content
-            if kept is row or kept == row:
+            if cues_same:
                 flags |= _SHARED_CUES
                 if own_cues:
                     own_cues.pop(seq, None)
@@ -372,6 +375,7 @@ class SharedText(Protocol):
     record table)."""
 
     def content_at(self, seq: int) -> str | None: ...
+    def contents_at(self, seqs: Sequence[int]) -> list[str | None]: ...
     def cues_at(self, seq: int) -> tuple[str, ...] | None: ...
 
 

@@ -900,6 +900,13 @@ class RecordTable(MutableMapping[int, MemoryRecord]):
         """Memory ``seq``'s content, or None (no such row): the string object the row holds."""
         return self._contents[seq] if 0 <= seq < len(self._contents) else None
 
+    def contents_at(self, seqs: Sequence[int]) -> list[str | None]:
+        """:meth:`content_at` of each of ``seqs`` (in one C-level pass when all are in range)."""
+        contents = self._contents
+        if seqs and 0 <= min(seqs) and max(seqs) < len(contents):
+            return list(map(contents.__getitem__, seqs))
+        return list(map(self.content_at, seqs))
+
     def cues_at(self, seq: int) -> tuple[str, ...] | None:
         """Memory ``seq``'s cue tuple, or None (no such row)."""
         if not 0 <= seq < len(self._ids) or self._ids[seq] is None:

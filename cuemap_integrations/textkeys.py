@@ -90,14 +90,7 @@ class TextMemo:
         tuple when the cues are the ones derived here (distinct) and neither they nor its
         content hold an alias term: expanding them then changes nothing (97 % of the bench
         memories; the expansion was ~3 % of ``add_many``)."""
-        cues = record.cues
-        if (
-            keys.aliases
-            or cues is not self._derived.get(record.content)
-            or self._aliases.holds_any(cues)
-        ):
-            return index_cues(record, keys, self._aliases)
-        return cues
+        return self.index_cues_of((record,), (keys,))[0]
 
     def index_cues_of(
         self, records: Sequence[MemoryRecord], keys: Sequence[TextKeys]

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from cuemap_integrations import CueMap, MemoryRecord, core, recordtable
 from cuemap_integrations.keytables import SeqOf, SeqsByDigest
+from cuemap_integrations.threads import thread_of, turns
 
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 
@@ -205,3 +206,47 @@ def test_record_table_put_many_of_seqs_not_above_the_table_takes_put() -> None:
     assert list(each) == list(many) == [5, 2, 7, 6]
     assert [each[seq] for seq in each] == [many[seq] for seq in many]
     assert isinstance(many._order, array)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["event", "fact"]),
+            st.sampled_from(
+                [
+                    {},
+                    {"i": 1},
+                    {"session_id": "s1"},
+                    {"thread_id": None},
+                    {"session": {"a": 1}},
+                    {"session": ["x"]},
+                    {"session_id": None, "session": 3},
+                ]  # fmt: skip
+            ),
+        ),
+        max_size=12,
+    )
+)
+def test_turns_are_the_records_thread_of_finds_a_thread_for(
+    kinds: list[tuple[str, dict[str, Any]]],
+) -> None:
+    records = [
+        MemoryRecord(
+            memory_id=f"m{n}",
+            content="x",
+            created_at=T0,
+            updated_at=T0,
+            type=kind,
+            metadata=metadata,
+        )  # fmt: skip
+        for n, (kind, metadata) in enumerate(kinds)
+    ]
+    assert turns(records) == [thread_of(record) is not None for record in records]
+
+
+def test_contents_at_reads_each_content_and_none_past_the_rows() -> None:
+    table = recordtable.RecordTable()
+    table[3] = MemoryRecord(memory_id="m", content="text", created_at=T0, updated_at=T0)
+    assert table.contents_at([3]) == ["text"]
+    assert table.contents_at([3, -1, 10**6]) == ["text", None, None]
