@@ -119,6 +119,18 @@ static int set_arg(PyObject *obj, const char *name) {
  * of PyObject_Hash for each stem and cue was ~4 % of derive_plain. */
 static Py_hash_t key_hash(PyObject *key);
 
+static uint64_t load64(const char *p) {
+    uint64_t x;
+    memcpy(&x, p, 8);
+    return x;
+}
+
+static uint64_t load32(const char *p) {
+    uint32_t x;
+    memcpy(&x, p, 4);
+    return x;
+}
+
 /* A new ASCII str of data[0:size]. */
 static PyObject *ascii_str(const char *data, Py_ssize_t size) {
     PyObject *out = PyUnicode_New(size, 127);
@@ -1189,6 +1201,21 @@ static void clear_run(NameWord *run, Py_ssize_t *n) {
     *n = 0;
 }
 
+/* The first capital or digit at or after i in ASCII d[0:m], or m: where a name can start.
+ * Eight bytes at a time, each byte's range tests in its top bit (an ASCII byte plus 0x50 does
+ * not carry into the next): testing each byte was ~40 % of names_of. */
+static Py_ssize_t name_start(const char *d, Py_ssize_t m, Py_ssize_t i) {
+    const uint64_t ones = 0x0101010101010101ULL, top = ones * 0x80;
+    for (; i + 8 <= m; i += 8) {
+        uint64_t x = load64(d + i);
+        uint64_t upper = (x + ones * (0x80 - 'A')) & ~(x + ones * (0x80 - 'Z' - 1));
+        uint64_t digit = (x + ones * (0x80 - '0')) & ~(x + ones * (0x80 - '9' - 1));
+        if ((upper | digit) & top) break; /* one of these 8 bytes */
+    }
+    while (i < m && !(CLS(d[i]) & (C_UPPER | C_DIGIT))) i++;
+    return i;
+}
+
 /* name_cues(text, stop_words, calendar_words, units): the cues of the name runs of ASCII text
  * without "/" whose apostrophes are already dropped: [c for run in _ascii_name_runs(text) for
  * c in _run_cues(run)]. */
@@ -1223,10 +1250,9 @@ static PyObject *names_of(const char *d, Py_ssize_t m, PyObject *stop, PyObject 
     PyObject *cues = PyList_New(0);
     if (run == NULL || cues == NULL) goto fail;
     for (Py_ssize_t i = 0; i < m;) {
-        /* a name starts with a capital or a digit: the bytes between them are skipped in a
-         * tight loop (testing a start at each byte was ~half of names_of) */
-        while (i < m && !(CLS(d[i]) & (C_UPPER | C_DIGIT))) i++;
-        if (i == m) break;
+        /* a name starts with a capital or a digit (testing a start at each byte was ~half
+         * of names_of) */
+        if ((i = name_start(d, m, i)) == m) break;
         Py_ssize_t e = name_token_end(d, m, i);
         if (e < 0) {
             i++;
@@ -1396,18 +1422,6 @@ static PyTypeObject StemMemoType;
  * PYTHONHASHSEED fixes it). Every byte reaches the mix (loads that overlap for sizes not a
  * multiple of 8), and a word of 8 bytes or fewer gets a hash no other word of its size has. */
 static uint64_t memo_seed;
-
-static uint64_t load64(const char *p) {
-    uint64_t x;
-    memcpy(&x, p, 8);
-    return x;
-}
-
-static uint64_t load32(const char *p) {
-    uint32_t x;
-    memcpy(&x, p, 4);
-    return x;
-}
 
 static uint64_t mix64(uint64_t h) {
     h ^= h >> 32;
