@@ -59,6 +59,7 @@ class TextMemo:
         self._keys: dict[str, TextKeys] = {}
         self._content_keys: dict[tuple[str, str], ContentKey] = {}
         self._derived: dict[str, tuple[str, ...]] = {}  # content -> the cues derived here
+        self._vocab = aliases.stems_read()  # the table cannot change during the batch
 
     def keys(self, content: str) -> TextKeys:
         """The text keys of ``content``, computed on first use."""
@@ -79,9 +80,11 @@ class TextMemo:
         """``derive_cues(content)`` as a tuple; the text keys of ``content`` come out of the
         same pass (:func:`~cuemap_integrations.text.derive_cues_and_keys`) and are kept for
         :meth:`keys`, the tuple for :meth:`index_cues`."""
-        cues, text, stems, terms = derive_cues_and_keys(content, vocab=self._aliases.stems_read())
+        cues, text, stems, terms = derive_cues_and_keys(content, vocab=self._vocab)
         if content not in self._keys:
-            self._keys[content] = TextKeys(text, self._aliases.find_in(text, stems), terms)
+            # no stem of the table's terms (most texts): find_in finds nothing in ASCII text
+            found = self._aliases.find_in(text, stems) if stems or not text.isascii() else []
+            self._keys[content] = TextKeys(text, found, terms)
         derived = self._derived[content] = tuple(cues)
         return derived
 

@@ -164,6 +164,30 @@ def test_alias_terms_found_with_the_early_exit_are_those_of_the_full_loop(
         aliases._firsts, aliases._always = firsts, always
 
 
+@pytest.mark.parametrize("table", range(len(_TABLES)))
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(MIXED_TEXT, st.lists(_ALIAS_WORDS, max_size=6).map(" ".join)))
+def test_alias_terms_found_among_the_stems_read_are_those_of_every_stem(
+    table: int, text: str
+) -> None:
+    """Ingest derives a memory's stems among ``stems_read()`` alone (``vocab``), and calls no
+    find_in for ASCII text without one of them (TextMemo.derived_cues)."""
+    aliases = _TABLES[table]
+    normalized = normalize(text)
+    stems = word_stems(normalized)
+    found = aliases.find_in(normalized, stems)
+    assert aliases.find_in(normalized, stems & aliases.stems_read()) == found
+    if normalized.isascii() and not stems & aliases.stems_read():
+        assert found == []
+
+
+def test_the_stems_read_follow_the_groups() -> None:
+    table = AliasTable([("db", "database")])
+    assert table.stems_read() == {"db", "databas"}
+    table.add_group(["on call", "pager"])
+    assert table.stems_read() >= {"db", "databas", "on", "call", "pager"}
+
+
 _T = datetime(2026, 1, 2, tzinfo=timezone.utc)
 _PLUS_2 = timezone(timedelta(hours=2))
 

@@ -274,8 +274,15 @@ def test_the_one_call_through_a_stem_memo_or_any_mapping_is_the_same(
             assert textc.derive_keys(*args, mapping, vocab) == expected
 
 
+_ALIKE = [
+    "a", "bb", "ccc", "running", "", "x" * 40, "abcdefgh", "abcdefgi", "bbcdefgh", "abcdefghi",
+    "abcdefghj", "bbcdefghi", "x" * 39 + "y", "y" + "x" * 39, "generalizations", "generalisations",
+    "ab", "ba", "abc", "acb",
+]  # fmt: skip
 _KEYS = st.one_of(
-    st.sampled_from(["a", "bb", "ccc", "running", "", "x" * 40]),
+    # the memo compares a word of 8 bytes or fewer by its packed head, a longer one by its
+    # first 8 bytes and then the rest: words alike but for one byte, at each size
+    st.sampled_from(_ALIKE),
     st.text(alphabet=st.characters(max_codepoint=127), max_size=6),
 )
 
@@ -300,6 +307,40 @@ def test_the_stem_memo_remembers_as_the_python_memo_does(
     for key in ("é", "上次", "\ud800", *keys):  # not remembered: fn each time, the same value
         assert memo[key + "é"] == (key + "é")[::-1]
     assert len(memo) == size
+
+
+class _Colliding(str):
+    """A cue whose hash is the same as every other's: only equality tells them apart."""
+
+    def __hash__(self) -> int:
+        return 7
+
+
+def test_first_valid_keeps_many_and_colliding_cues_as_python_does(textc: ModuleType) -> None:
+    """More cues than its table holds on the stack (64), and cues whose hashes collide."""
+    many = [f"w{i}" for i in range(300)]
+    colliding = [_Colliding(w) for w in many[:80]] + [_Colliding("zz"), "zz", _Colliding("zz")]
+    buckets = [many[:150], [*many[100:300], *many[:50]], colliding, ["x" * 129, "", "!"]]
+    for limit in (1, 64, 65, 200, 1000):
+        for worded in (0, 2, 4):
+            with _python_only():
+                expected = text_module._first_valid(buckets, limit, worded=worded)
+            got = textc.first_valid(buckets, limit, worded)
+            assert got == expected
+            assert [type(cue) for cue in got] == [type(cue) for cue in expected]
+
+
+def test_a_long_text_gives_the_python_results(textc: ModuleType) -> None:
+    """More terms, salient words and names than the one call gathers on the stack (128)."""
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    words = [f"{a}{b}ing" for a in letters for b in letters[:12]]
+    words = [w.capitalize() if i % 5 < 2 else w for i, w in enumerate(words)]
+    content = " ".join(words) + ". I'm in New York with Caroline, said 'Mister Jones'."
+    expected = _reference(_derived_and_keys, content, 1000)
+    with patch.object(text_module, "_C", textc):
+        assert text_module.derive_cues_and_keys(content, limit=1000) == expected
+        assert text_module.derive_cues_and_keys(content, limit=1000, vocab=_VOCAB) == (
+            expected[0], expected[1], expected[2] & _VOCAB, expected[3])  # fmt: skip
 
 
 def test_the_stem_memo_refuses_bad_arguments_and_passes_errors_on(textc: ModuleType) -> None:
