@@ -46,6 +46,8 @@ from .ranking import (
 )
 from .ranking import trace as ranking_trace
 from .records import (
+    _TYPE_OF_VALUE,
+    RECORD_FIELDS,
     CueOrigin,
     JSONValue,
     MemoryRecord,
@@ -582,9 +584,15 @@ class CueMap:
             raise ValidationError("items", items, "a list of mappings or MemoryRecords")
         records: list[tuple[MemoryRecord, bool]] = []
         taken: set[str] = set()
+        layout = self._layout(now, memo)
         for position, item in enumerate(items):
-            # a dict (the usual item) first: no Mapping check (an abc's) for it
-            if type(item) is dict or (
+            record = None
+            if layout is not None and type(item) is dict:  # the usual item, built in C
+                record = _textc.new_record(item, layout)  # (None: _build builds it)
+            if record is not None:
+                explicit = True  # new_record takes items with an id only
+            # a dict first: no Mapping check (an abc's) for it
+            elif type(item) is dict or (
                 not isinstance(item, MemoryRecord) and isinstance(item, Mapping)
             ):
                 if "content" not in item:
@@ -601,6 +609,20 @@ class CueMap:
             records.append((record, explicit))
             memo.keys(record.content)
         return records
+
+    def _layout(self, now: datetime, memo: TextMemo) -> tuple[object, ...] | None:
+        """What ``_textc.new_record`` reads to build the usual item of a batch as
+        :meth:`_build` does (None without the extension): an item's ~40 checks and the
+        record's 18 fields cost ~38,000 instructions in Python, 10,000 in C."""
+        if _textc is None:
+            return None
+        options = ("content", "namespace", "cues", "memory_id", "created_at", "type", "tags",
+                   "expires_at", "updated_at", "source", "supersedes", "key", "metadata")  # fmt: skip
+        return (
+            MemoryRecord, RECORD_FIELDS, options, _ITEM_KEYS, self.config.max_content_chars,
+            not self.config.ttl_days, now, timezone.utc, _TYPE_OF_VALUE, MemoryType.NOTE,
+            MemoryType, _DEFAULT_NAMESPACE, "derived", memo.derived_cues,
+        )  # fmt: skip
 
     def get(self, memory_id: str, *, namespace: str = "default") -> MemoryRecord:
         """The memory with this id, with up-to-date access statistics.
