@@ -612,8 +612,9 @@ class CueMap:
 
     def _layout(self, now: datetime, memo: TextMemo) -> tuple[object, ...] | None:
         """What ``_textc.new_record`` reads to build the usual item of a batch as
-        :meth:`_build` does (None without the extension): an item's ~40 checks and the
-        record's 18 fields cost ~38,000 instructions in Python, 10,000 in C."""
+        :meth:`_build` does (None without the extension): a bench item's checks and its
+        record's 18 fields took ~37,700 instructions in Python, ~14,300 with this (the memo's
+        calls included)."""
         if _textc is None:
             return None
         options = ("content", "namespace", "cues", "memory_id", "created_at", "type", "tags",
