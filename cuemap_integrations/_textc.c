@@ -4029,6 +4029,8 @@ enum {
     NO_UPDATED, NO_SOURCE, NO_SUPERSEDES, NO_KEY, NO_METADATA, NO_SIZE
 };
 #define NB_FIELD_COUNT 18 /* records.RECORD_FIELDS */
+/* the places of some fields in RECORD_FIELDS (the tests compare the records with _build's) */
+enum { NF_CONTENT = 1, NF_CUES = 4, NF_TAGS = 5, NF_ACCESS_COUNT = 10, NF_METADATA = 16 };
 
 /* Whether every byte of d[0:n] is one str.isspace() says is blank (ASCII: \t-\r, \x1c-\x20). */
 static int nb_blank(const char *d, Py_ssize_t n) {
@@ -4150,14 +4152,14 @@ static int nb_values(PyObject **o, PyObject *layout, PyObject **values) {
 
 static PyObject *nb_dict_name; /* "__dict__" */
 
-/* The value of field ``i`` from nb_values' ``v`` (a new reference): the cues, () for tags, 0
+/* The value of field ``i`` from nb_values' ``v`` (a new reference): ``cues``, () for tags, 0
  * for access_count, a copy of the metadata (a new {} without), None for an unset field. */
 static PyObject *nb_field(int i, PyObject **v, PyObject *cues) {
     switch (i) {
-    case 4: return Py_NewRef(cues);
-    case 5: return PyTuple_New(0);
-    case 10: return PyLong_FromLong(0);
-    case 16: return v[i] == NULL ? PyDict_New() : PyDict_Copy(v[i]);
+    case NF_CUES: return Py_NewRef(cues);
+    case NF_TAGS: return PyTuple_New(0);
+    case NF_ACCESS_COUNT: return PyLong_FromLong(0);
+    case NF_METADATA: return v[i] == NULL ? PyDict_New() : PyDict_Copy(v[i]);
     default: return Py_NewRef(v[i] == NULL ? Py_None : v[i]);
     }
 }
@@ -4189,17 +4191,26 @@ static PyObject *textc_new_record(PyObject *self, PyObject *const *args, Py_ssiz
         if (PyErr_Occurred()) return NULL;
         Py_RETURN_NONE;
     }
-    PyObject *cues = PyObject_CallOneArg(PyTuple_GET_ITEM(layout, NB_DERIVE), o[NO_CONTENT]);
-    if (cues == NULL) return NULL;
+    /* the fields first (None for the cues), so that the dict holds the item's values while
+     * derive runs Python code; then the cues in their place */
     PyObject *values = PyDict_New(), *names = PyTuple_GET_ITEM(layout, NB_FIELDS);
     for (int i = 0; values != NULL && i < NB_FIELD_COUNT; i++) {
-        PyObject *value = nb_field(i, v, cues);
+        PyObject *value = nb_field(i, v, Py_None);
         if (value == NULL || PyDict_SetItem(values, PyTuple_GET_ITEM(names, i), value) < 0)
             Py_CLEAR(values);
         Py_XDECREF(value);
     }
-    Py_DECREF(cues);
     if (values == NULL) return NULL;
+    PyObject *content = PyDict_GetItemWithError(values, PyTuple_GET_ITEM(names, NF_CONTENT));
+    PyObject *cues = content == NULL ? NULL
+                   : PyObject_CallOneArg(PyTuple_GET_ITEM(layout, NB_DERIVE), content);
+    if (cues == NULL || PyDict_SetItem(values, PyTuple_GET_ITEM(names, NF_CUES), cues) < 0) {
+        Py_XDECREF(cues);
+        Py_DECREF(values);
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_KeyError, "new_record: no content field");
+        return NULL;
+    }
+    Py_DECREF(cues);
     PyObject *none = PyTuple_New(0); /* object.__new__(cls), then object.__setattr__ */
     PyTypeObject *cls = (PyTypeObject *)PyTuple_GET_ITEM(layout, NB_CLS);
     PyObject *record = none == NULL ? NULL : PyBaseObject_Type.tp_new(cls, none, NULL);
