@@ -38,6 +38,7 @@
  *   record_of(layout, table, seq)      recordtable._py_record_at: the record of a packed row
  *   screen_table(keys), screen(text, table)   redact._triggered_rules: the secret rules of
  *                                      which a trigger occurs in ASCII text
+ *   new_record(item, layout)          core.CueMap._build of the usual add_many item
  *
  * Every index is checked against its buffer's length; buffers are sized from the input.
  */
@@ -4799,6 +4800,223 @@ static int add_screen(PyObject *m) {
     return PyModule_AddFunctions(m, defs);
 }
 
+/* ---- validate30: a new memory's record from an add_many item (core.CueMap._build) ------- */
+
+/* The layout new_record reads: (cls, fields, options, allowed, max_chars, expiry_free, now,
+ * utc, types, note, member_type, default_namespace, derived, derive). */
+enum {
+    NB_CLS, NB_FIELDS, NB_OPTIONS, NB_ALLOWED, NB_MAX_CHARS, NB_EXPIRY_FREE, NB_NOW, NB_UTC,
+    NB_TYPES, NB_NOTE, NB_MEMBER, NB_NAMESPACE, NB_DERIVED, NB_DERIVE, NB_SIZE
+};
+/* the options, in the order of the layout's ``options`` */
+enum {
+    NO_CONTENT, NO_NAMESPACE, NO_CUES, NO_ID, NO_CREATED, NO_TYPE, NO_TAGS, NO_EXPIRES,
+    NO_UPDATED, NO_SOURCE, NO_SUPERSEDES, NO_KEY, NO_METADATA, NO_SIZE
+};
+#define NB_FIELD_COUNT 18 /* records.RECORD_FIELDS */
+/* the places of some fields in RECORD_FIELDS (the tests compare the records with _build's) */
+enum { NF_CONTENT = 1, NF_CUES = 4, NF_TAGS = 5, NF_ACCESS_COUNT = 10, NF_METADATA = 16 };
+
+/* Whether every byte of d[0:n] is one str.isspace() says is blank (ASCII: \t-\r, \x1c-\x20). */
+static int nb_blank(const char *d, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)d[i];
+        if (!((c >= 9 && c <= 13) || (c >= 28 && c <= 32))) return 0;
+    }
+    return 1;
+}
+
+/* Whether ``value`` is an id records.validate_memory_id returns as it is by its first check:
+ * an exact str of 1-256 printable ASCII characters, not all blanks. */
+static int nb_plain_id(PyObject *value) {
+    if (!PyUnicode_CheckExact(value) || !PyUnicode_IS_ASCII(value)) return 0;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(value);
+    const char *d = (const char *)PyUnicode_1BYTE_DATA(value);
+    if (n == 0 || n > 256) return 0;
+    int blank = 1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (d[i] < 32 || d[i] > 126) return 0;
+        blank &= d[i] == ' ';
+    }
+    return !blank;
+}
+
+/* Whether ``value`` is an exact datetime in ``utc`` (coerce_timestamp returns it as it is). */
+static int nb_utc(PyObject *value, PyObject *utc) {
+    return PyDateTime_CheckExact(value) &&
+           ((PyDateTime_DateTime *)value)->hastzinfo &&
+           ((PyDateTime_DateTime *)value)->tzinfo == utc;
+}
+
+/* Whether ``value`` is a dict records._flat_ascii passes (what json_safe_copy copies as is). */
+static int nb_flat(PyObject *value) {
+    PyObject *key, *item;
+    Py_ssize_t at = 0;
+    while (PyDict_Next(value, &at, &key, &item)) {
+        if (!PyUnicode_CheckExact(key) || !PyUnicode_IS_ASCII(key)) return 0;
+        if (item == Py_None || PyLong_CheckExact(item) || PyBool_Check(item)) continue;
+        if (!PyUnicode_CheckExact(item) || !PyUnicode_IS_ASCII(item)) return 0;
+    }
+    return 1;
+}
+
+/* The item's options (borrowed; NULL when absent, or None where None means absent to _build:
+ * not for content, namespace and type) if every key is allowed; -1 when one is not (the
+ * general path names it), -1 with an error on failure. */
+static int nb_options(PyObject *item, PyObject *layout, PyObject **got) {
+    PyObject *allowed = PyTuple_GET_ITEM(layout, NB_ALLOWED), *key, *value;
+    Py_ssize_t at = 0;
+    while (PyDict_Next(item, &at, &key, &value)) {
+        int known = PySet_Contains(allowed, key);
+        if (known <= 0) return -1;
+    }
+    PyObject *names = PyTuple_GET_ITEM(layout, NB_OPTIONS);
+    for (int i = 0; i < NO_SIZE; i++) {
+        PyObject *v = PyDict_GetItemWithError(item, PyTuple_GET_ITEM(names, i));
+        if (v == NULL && PyErr_Occurred()) return -1;
+        int none_is_absent = i != NO_CONTENT && i != NO_NAMESPACE && i != NO_TYPE;
+        got[i] = v == Py_None && none_is_absent ? NULL : v;
+    }
+    return 0;
+}
+
+/* The fields of a new memory from its options, in ``values`` (borrowed references, the cues
+ * left out); 0, or -1 when the general path must build it (it raises, or takes a case this
+ * does not: a namespace, cues or tags given, no id, a timestamp or type to coerce, an
+ * expiry from ttl_days, metadata to walk). */
+static int nb_values(PyObject **o, PyObject *layout, PyObject **values) {
+    PyObject *content = o[NO_CONTENT], *utc = PyTuple_GET_ITEM(layout, NB_UTC);
+    if (content == NULL || !PyUnicode_CheckExact(content) || !PyUnicode_IS_ASCII(content))
+        return -1;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(content);
+    const char *d = (const char *)PyUnicode_1BYTE_DATA(content);
+    Py_ssize_t max_chars = PyLong_AsSsize_t(PyTuple_GET_ITEM(layout, NB_MAX_CHARS));
+    if (max_chars < 0 && PyErr_Occurred()) PyErr_Clear();
+    if (n == 0 || n > max_chars || nb_blank(d, n) || memchr(d, 0, (size_t)n) != NULL) return -1;
+    PyObject *namespace =
+        o[NO_NAMESPACE] == NULL ? PyTuple_GET_ITEM(layout, NB_NAMESPACE) : o[NO_NAMESPACE];
+    if (namespace != PyTuple_GET_ITEM(layout, NB_NAMESPACE) && !nb_plain_id(namespace)) return -1;
+    if (o[NO_CUES] != NULL || o[NO_TAGS] != NULL) return -1;
+    if (o[NO_ID] == NULL || !nb_plain_id(o[NO_ID])) return -1;
+    PyObject *created = o[NO_CREATED] == NULL ? PyTuple_GET_ITEM(layout, NB_NOW) : o[NO_CREATED];
+    if (!nb_utc(created, utc)) return -1;
+    PyObject *kind = o[NO_TYPE];
+    if (kind == NULL) {
+        kind = PyTuple_GET_ITEM(layout, NB_NOTE);
+    } else if (!Py_IS_TYPE(kind, (PyTypeObject *)PyTuple_GET_ITEM(layout, NB_MEMBER)) &&
+               PyUnicode_CheckExact(kind)) { /* a member is its own value */
+        kind = PyDict_GetItemWithError(PyTuple_GET_ITEM(layout, NB_TYPES), kind);
+        if (kind == NULL) {
+            PyErr_Clear();
+            return -1;
+        }
+    } else if (!Py_IS_TYPE(kind, (PyTypeObject *)PyTuple_GET_ITEM(layout, NB_MEMBER))) {
+        return -1;
+    }
+    PyObject *expires = o[NO_EXPIRES];
+    if (expires == NULL ? !PyObject_IsTrue(PyTuple_GET_ITEM(layout, NB_EXPIRY_FREE))
+                        : !nb_utc(expires, utc))
+        return -1;
+    PyObject *updated = o[NO_UPDATED] == NULL ? created : o[NO_UPDATED];
+    if (!nb_utc(updated, utc)) return -1;
+    PyObject *source = o[NO_SOURCE];
+    if (source != NULL && (!PyUnicode_CheckExact(source) || !PyUnicode_IS_ASCII(source)))
+        return -1;
+    if ((o[NO_SUPERSEDES] != NULL && !nb_plain_id(o[NO_SUPERSEDES])) ||
+        (o[NO_KEY] != NULL && !nb_plain_id(o[NO_KEY])))
+        return -1;
+    PyObject *metadata = o[NO_METADATA];
+    if (metadata != NULL && (!PyDict_CheckExact(metadata) || !nb_flat(metadata))) return -1;
+    PyObject *fields[NB_FIELD_COUNT] = {
+        o[NO_ID], content, created, updated, NULL /* cues */, NULL /* tags: () */, kind,
+        source, namespace, NULL, NULL /* access_count: 0 */, expires, o[NO_SUPERSEDES],
+        NULL, NULL, o[NO_KEY], metadata, PyTuple_GET_ITEM(layout, NB_DERIVED)};
+    memcpy(values, fields, sizeof(fields));
+    return 0;
+}
+
+static PyObject *nb_dict_name; /* "__dict__" */
+
+/* The value of field ``i`` from nb_values' ``v`` (a new reference): ``cues``, () for tags, 0
+ * for access_count, a copy of the metadata (a new {} without), None for an unset field. */
+static PyObject *nb_field(int i, PyObject **v, PyObject *cues) {
+    switch (i) {
+    case NF_CUES: return Py_NewRef(cues);
+    case NF_TAGS: return PyTuple_New(0);
+    case NF_ACCESS_COUNT: return PyLong_FromLong(0);
+    case NF_METADATA: return v[i] == NULL ? PyDict_New() : PyDict_Copy(v[i]);
+    default: return Py_NewRef(v[i] == NULL ? Py_None : v[i]);
+    }
+}
+
+/* new_record(item, layout): core.CueMap._build(item, ...) for the usual add_many item (a dict
+ * with an id and no cues, namespace nor tags... see nb_values), its cues from layout's
+ * ``derive`` (TextMemo.derived_cues); None for any other item (the general path builds it,
+ * or raises). */
+static PyObject *textc_new_record(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *layout = nargs == 2 ? args[1] : NULL;
+    if (nargs != 2 || !PyDict_CheckExact(args[0]) || !PyTuple_CheckExact(layout) ||
+        PyTuple_GET_SIZE(layout) != NB_SIZE || !PyType_Check(PyTuple_GET_ITEM(layout, NB_CLS)) ||
+        !PyTuple_Check(PyTuple_GET_ITEM(layout, NB_FIELDS)) ||
+        PyTuple_GET_SIZE(PyTuple_GET_ITEM(layout, NB_FIELDS)) != NB_FIELD_COUNT ||
+        !PyTuple_Check(PyTuple_GET_ITEM(layout, NB_OPTIONS)) ||
+        PyTuple_GET_SIZE(PyTuple_GET_ITEM(layout, NB_OPTIONS)) != NO_SIZE ||
+        !PyAnySet_Check(PyTuple_GET_ITEM(layout, NB_ALLOWED)) ||
+        !PyDict_Check(PyTuple_GET_ITEM(layout, NB_TYPES)) ||
+        !PyType_Check(PyTuple_GET_ITEM(layout, NB_MEMBER))) {
+        PyErr_SetString(PyExc_TypeError, "new_record(item: dict, layout): see core._layout");
+        return NULL;
+    }
+    if (PyDateTimeAPI == NULL) {
+        PyDateTime_IMPORT;
+        if (PyDateTimeAPI == NULL) return NULL;
+    }
+    PyObject *o[NO_SIZE], *v[NB_FIELD_COUNT];
+    if (nb_options(args[0], layout, o) < 0 || nb_values(o, layout, v) < 0) {
+        if (PyErr_Occurred()) return NULL;
+        Py_RETURN_NONE;
+    }
+    /* the fields first (None for the cues), so that the dict holds the item's values while
+     * derive runs Python code; then the cues in their place */
+    PyObject *values = PyDict_New(), *names = PyTuple_GET_ITEM(layout, NB_FIELDS);
+    for (int i = 0; values != NULL && i < NB_FIELD_COUNT; i++) {
+        PyObject *value = nb_field(i, v, Py_None);
+        if (value == NULL || PyDict_SetItem(values, PyTuple_GET_ITEM(names, i), value) < 0)
+            Py_CLEAR(values);
+        Py_XDECREF(value);
+    }
+    if (values == NULL) return NULL;
+    PyObject *content = PyDict_GetItemWithError(values, PyTuple_GET_ITEM(names, NF_CONTENT));
+    PyObject *cues = content == NULL ? NULL
+                   : PyObject_CallOneArg(PyTuple_GET_ITEM(layout, NB_DERIVE), content);
+    if (cues == NULL || PyDict_SetItem(values, PyTuple_GET_ITEM(names, NF_CUES), cues) < 0) {
+        Py_XDECREF(cues);
+        Py_DECREF(values);
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_KeyError, "new_record: no content field");
+        return NULL;
+    }
+    Py_DECREF(cues);
+    PyObject *none = PyTuple_New(0); /* object.__new__(cls), then object.__setattr__ */
+    PyTypeObject *cls = (PyTypeObject *)PyTuple_GET_ITEM(layout, NB_CLS);
+    PyObject *record = none == NULL ? NULL : PyBaseObject_Type.tp_new(cls, none, NULL);
+    if (record != NULL && PyObject_GenericSetAttr(record, nb_dict_name, values) < 0)
+        Py_CLEAR(record);
+    Py_XDECREF(none);
+    Py_DECREF(values);
+    return record;
+}
+
+/* Registers this block's function in module ``m``: 0, or -1 with an error. */
+static int add_new_record(PyObject *m) {
+    static PyMethodDef defs[] = {
+        {"new_record", (PyCFunction)(void (*)(void))textc_new_record, METH_FASTCALL,
+         "core.CueMap._build of the usual add_many item."},
+        {NULL, NULL, 0, NULL},
+    };
+    if ((nb_dict_name = PyUnicode_InternFromString("__dict__")) == NULL) return -1;
+    return PyModule_AddFunctions(m, defs);
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* A rehashed table's slots: keytables._place                                                */
 /* ---------------------------------------------------------------------------------------- */
@@ -4917,7 +5135,7 @@ PyMODINIT_FUNC PyInit__textc(void) {
     PyObject *m = PyModule_Create(&module);
     if (m != NULL && (PyModule_AddIntConstant(m, "ABI_VERSION", 12) < 0 ||
                       PyModule_AddObjectRef(m, "StemMemo", (PyObject *)&StemMemoType) < 0 ||
-                      add_record_of(m) < 0 || add_screen(m) < 0))
+                      add_record_of(m) < 0 || add_screen(m) < 0 || add_new_record(m) < 0))
         Py_CLEAR(m);
     return m;
 }

@@ -48,6 +48,8 @@ from .ranking import (
 )
 from .ranking import trace as ranking_trace
 from .records import (
+    _TYPE_OF_VALUE,
+    RECORD_FIELDS,
     CueOrigin,
     JSONValue,
     MemoryRecord,
@@ -659,9 +661,15 @@ class CueMap:
             raise ValidationError("items", items, "a list of mappings or MemoryRecords")
         records: list[tuple[MemoryRecord, bool]] = []
         taken: set[str] = set()
+        layout = self._layout(now, memo)
         for position, item in enumerate(items):
-            # a dict (the usual item) first: no Mapping check (an abc's) for it
-            if type(item) is dict or (
+            record = None
+            if layout is not None and type(item) is dict:  # the usual item, built in C
+                record = _textc.new_record(item, layout)  # (None: _build builds it)
+            if record is not None:
+                explicit = True  # new_record takes items with an id only
+            # a dict first: no Mapping check (an abc's) for it
+            elif type(item) is dict or (
                 not isinstance(item, MemoryRecord) and isinstance(item, Mapping)
             ):
                 if "content" not in item:
@@ -678,6 +686,21 @@ class CueMap:
             records.append((record, explicit))
             memo.keys(record.content)
         return records
+
+    def _layout(self, now: datetime, memo: TextMemo) -> tuple[object, ...] | None:
+        """What ``_textc.new_record`` reads to build the usual item of a batch as
+        :meth:`_build` does (None without the extension): a bench item's checks and its
+        record's 18 fields took ~37,700 instructions in Python, ~14,300 with this (the memo's
+        calls included)."""
+        if _textc is None:
+            return None
+        options = ("content", "namespace", "cues", "memory_id", "created_at", "type", "tags",
+                   "expires_at", "updated_at", "source", "supersedes", "key", "metadata")  # fmt: skip
+        return (
+            MemoryRecord, RECORD_FIELDS, options, _ITEM_KEYS, self.config.max_content_chars,
+            not self.config.ttl_days, now, timezone.utc, _TYPE_OF_VALUE, MemoryType.NOTE,
+            MemoryType, _DEFAULT_NAMESPACE, "derived", memo.derived_cues,
+        )  # fmt: skip
 
     def get(self, memory_id: str, *, namespace: str = "default") -> MemoryRecord:
         """The memory with this id, with up-to-date access statistics.

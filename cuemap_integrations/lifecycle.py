@@ -27,7 +27,7 @@ from .errors import DuplicateIdError, ValidationError
 from .records import MemoryRecord
 from .text import normalize, query_units
 
-__all__ = ["Link", "WritePlan", "cue_keys", "overlap", "plan_writes"]
+__all__ = ["Link", "WritePlan", "content_digest", "cue_keys", "overlap", "plan_writes"]
 
 Link = tuple[str, str, str, str]  # (namespace, from_id, to_id, kind)
 CONFLICT = "conflict"
@@ -57,7 +57,13 @@ def content_key(record: MemoryRecord, normalized: Callable[[str], str] = normali
     The namespace is hashed in (a namespace has no control characters, so ``\x00`` separates
     it unambiguously) rather than paired with the digest: a pair tuple per memory costs 56 bytes.
     """
-    text = f"{record.namespace}\x00{normalized(record.content)}".encode("utf-8", "surrogatepass")
+    return content_digest(record.namespace, normalized(record.content))
+
+
+def content_digest(namespace: str, normalized: str) -> ContentKey:
+    """:func:`content_key` of a record of ``namespace`` whose normalized content is
+    ``normalized`` (for a caller that has that text at hand)."""
+    text = f"{namespace}\x00{normalized}".encode("utf-8", "surrogatepass")
     return hashlib.blake2b(text, digest_size=16).digest()
 
 
@@ -97,7 +103,8 @@ def plan_writes(
     (``key_of``: :func:`content_key`, or a memo of it for the batch's records)."""
     plan = WritePlan()
     batch: dict[ContentKey, MemoryRecord] = {}
-    ids: set[tuple[str, str]] = set()
+    ids: set[tuple[str, str]] = set()  # (namespace, memory_id) of the batch's new records
+    seq_of = view.seq_of
     for record, explicit_id in records:
         key = key_of(record)
         # an explicit id is never a duplicate (most bulk ingests give ids: no lookup for them)
@@ -110,7 +117,13 @@ def plan_writes(
             continue
         if record.supersedes is not None or record.key is not None:
             record = _supersede(record, view, plan, now)
-        _check_unique(record, view, ids)
+        # refuse an id stored or earlier in the batch (inline, as the conflict type check and
+        # TextMemo.content_key's digest: a call per record each, planning ~19,600 -> 17,700
+        # instructions a bench memory)
+        pair = (record.namespace, record.memory_id)
+        if pair in ids or seq_of(*pair) is not None:
+            raise DuplicateIdError(record.memory_id, record.namespace)
+        ids.add(pair)
         plan.new.append(record)
         plan.results.append(record)
         batch.setdefault(key, record)
@@ -126,14 +139,6 @@ def _duplicate_of(
         return batch[key]
     seq = view.by_content(key)
     return None if seq is None else view.record(seq)
-
-
-def _check_unique(record: MemoryRecord, view: StoreView, batch_ids: set[tuple[str, str]]) -> None:
-    """Refuse ``record``'s id if stored or earlier in the batch; else add it to ``batch_ids``."""
-    pair = (record.namespace, record.memory_id)
-    if pair in batch_ids or view.seq_of(*pair) is not None:
-        raise DuplicateIdError(record.memory_id, record.namespace)
-    batch_ids.add(pair)
 
 
 def _supersede(
@@ -176,7 +181,8 @@ def _link_conflicts(
     plan: WritePlan, view: StoreView, types: frozenset[str], threshold: float
 ) -> None:
     for position, record in enumerate(plan.new):
-        if not _may_conflict(record, types):
+        # most records are of a type not checked for conflicts: no call to say so
+        if record.type._value_ not in types or not _may_conflict(record, types):
             continue
         keys = cue_keys(record)
         others = [view.record(seq) for seq in view.conflict_candidates(record)]

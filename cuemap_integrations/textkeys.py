@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from .aliases import AliasTable
-from .lifecycle import ContentKey, content_key
+from .lifecycle import ContentKey, content_digest
 from .records import MemoryRecord
 from .text import derive_cues_and_keys, normalize, stems_and_terms
 
@@ -128,5 +128,9 @@ class TextMemo:
         pair = (record.namespace, record.content)
         key = self._content_keys.get(pair)
         if key is None:
-            key = self._content_keys[pair] = content_key(record, self.normalized)
+            # self.normalized(content), without its two calls when planning asks (after
+            # _prepare: the keys are there)
+            keys = self._keys.get(record.content) or self.keys(record.content)
+            text = keys.normalized
+            key = self._content_keys[pair] = content_digest(record.namespace, text)
         return key

@@ -26,6 +26,7 @@ from cuemap_integrations.records import (
     validate_memory_id,
     validate_namespace,
 )
+from cuemap_integrations.text import _C as _textc
 from cuemap_integrations.text import derive_cues
 from cuemap_integrations.textkeys import TextMemo
 from cuemap_integrations.validation import normalized_list
@@ -289,3 +290,42 @@ def test_a_memory_id_is_checked_as_its_rules_say(value: object) -> None:
     except ValidationError as error:
         got = (error.field, error.value)
     assert got == _plain_id_outcome(value)
+
+
+@pytest.mark.skipif(_textc is None, reason="the text extension is not built")
+@settings(max_examples=1500, deadline=None)
+@given(_ITEMS, st.booleans())
+def test_the_compiled_build_of_an_item_is_build_s(
+    drawn: tuple[dict[str, Any], bool], expiring: bool
+) -> None:
+    """_textc.new_record (add_many's usual item) gives None, or the record CueMap._build
+    makes of the item: its fields in order, each of the same type and value."""
+    item, _ = drawn
+    config = {"ttl_days": {"event": 30} if expiring else {}, "max_content_chars": 60}
+    with CueMap(config=config, clock=lambda: T) as cm:
+        record = _textc.new_record(item, cm._layout(T, TextMemo(cm.aliases)))
+        if record is None:
+            return
+        expected = cm._build(item, set(), T, TextMemo(cm.aliases))
+    got, want = list(vars(record).items()), list(vars(expected).items())
+    assert got == want
+    assert [type(value) for _, value in got] == [type(value) for _, value in want]
+
+
+@pytest.mark.skipif(_textc is None, reason="the text extension is not built")
+def test_the_compiled_build_takes_the_usual_item_and_leaves_the_rest() -> None:
+    with CueMap(clock=lambda: T) as cm:
+        layout = cm._layout(T, TextMemo(cm.aliases))
+        usual = {"content": "The API uses port 8001", "memory_id": "m1", "created_at": T,
+                 "type": "event", "source": "chat", "metadata": {"i": 1, "s": "x"}}  # fmt: skip
+        record = _textc.new_record(usual, layout)
+        assert record == cm._build(usual, set(), T, TextMemo(cm.aliases))
+        assert record.metadata is not usual["metadata"]  # a copy, as json_safe_copy's
+        for odd in ({"memory_id": None}, {"memory_id": " "}, {"content": "Straße"},
+                    {"content": " \x1c"}, {"cues": ["port"]}, {"tags": ["ops"]},
+                    {"namespace": None}, {"type": None}, {"type": " Note "},
+                    {"created_at": "2026-01-02T03:04:05Z"}, {"metadata": {"k": [1]}},
+                    {"metadata": {"k": 2.5}}, {"colour": "red"}, {"key": "x" * 257}):  # fmt: skip
+            assert _textc.new_record({**usual, **odd}, layout) is None, odd
+        with pytest.raises(TypeError):
+            _textc.new_record(usual, layout[:-1])
