@@ -4463,6 +4463,19 @@ static int record_fields(PyObject *values, PyObject *table, PyObject *seq, PyObj
     return failed ? -1 : 0;
 }
 
+/* A new instance of cls whose __dict__ is values (stolen): object.__new__(cls), then
+   object.__setattr__ of "__dict__" (what the frozen dataclass's own __setattr__ refuses);
+   record_of and new_record build their records so. NULL on error. */
+static PyObject *record_with_dict(PyTypeObject *cls, PyObject *values) {
+    PyObject *none = PyTuple_New(0); /* object's tp_new of no arguments */
+    PyObject *record = none == NULL ? NULL : PyBaseObject_Type.tp_new(cls, none, NULL);
+    if (record != NULL && PyObject_GenericSetAttr(record, record_names[R_DICT], values) < 0)
+        Py_CLEAR(record);
+    Py_XDECREF(none);
+    Py_DECREF(values);
+    return record;
+}
+
 /* record_of(layout, table, seq): recordtable._py_record_at(table, seq), the record row ``seq``
    of ``table`` was packed from, where ``layout`` is (cls, template, fromtimestamp, utc,
    own_kind): a copy of ``template`` (every field at its default, in declaration order) with
@@ -4482,15 +4495,7 @@ static PyObject *textc_record_of(PyObject *self, PyObject *const *args, Py_ssize
         Py_DECREF(values);
         return NULL;
     }
-    /* object.__new__(cls): object's tp_new of no arguments */
-    PyObject *none = PyTuple_New(0);
-    PyTypeObject *cls = (PyTypeObject *)PyTuple_GET_ITEM(args[0], 0);
-    PyObject *record = none == NULL ? NULL : PyBaseObject_Type.tp_new(cls, none, NULL);
-    if (record != NULL && PyObject_GenericSetAttr(record, record_names[R_DICT], values) < 0)
-        Py_CLEAR(record);
-    Py_XDECREF(none);
-    Py_DECREF(values);
-    return record;
+    return record_with_dict((PyTypeObject *)PyTuple_GET_ITEM(args[0], 0), values);
 }
 
 /* Registers this block's functions and names in module ``m``: 0, or -1 with an error. */
@@ -4935,7 +4940,6 @@ static int nb_values(PyObject **o, PyObject *layout, PyObject **values) {
     return 0;
 }
 
-static PyObject *nb_dict_name; /* "__dict__" */
 
 /* The value of field ``i`` from nb_values' ``v`` (a new reference): ``cues``, () for tags, 0
  * for access_count, a copy of the metadata (a new {} without), None for an unset field. */
@@ -4996,14 +5000,7 @@ static PyObject *textc_new_record(PyObject *self, PyObject *const *args, Py_ssiz
         return NULL;
     }
     Py_DECREF(cues);
-    PyObject *none = PyTuple_New(0); /* object.__new__(cls), then object.__setattr__ */
-    PyTypeObject *cls = (PyTypeObject *)PyTuple_GET_ITEM(layout, NB_CLS);
-    PyObject *record = none == NULL ? NULL : PyBaseObject_Type.tp_new(cls, none, NULL);
-    if (record != NULL && PyObject_GenericSetAttr(record, nb_dict_name, values) < 0)
-        Py_CLEAR(record);
-    Py_XDECREF(none);
-    Py_DECREF(values);
-    return record;
+    return record_with_dict((PyTypeObject *)PyTuple_GET_ITEM(layout, NB_CLS), values);
 }
 
 /* Registers this block's function in module ``m``: 0, or -1 with an error. */
@@ -5013,7 +5010,6 @@ static int add_new_record(PyObject *m) {
          "core.CueMap._build of the usual add_many item."},
         {NULL, NULL, 0, NULL},
     };
-    if ((nb_dict_name = PyUnicode_InternFromString("__dict__")) == NULL) return -1;
     return PyModule_AddFunctions(m, defs);
 }
 

@@ -10,10 +10,7 @@ and a str subclass; big ints), drawn from small pools so that columns are often 
 
 from __future__ import annotations
 
-import os
 import sqlite3
-import subprocess
-import sys
 from types import ModuleType
 from typing import Any
 
@@ -127,12 +124,3 @@ def _unique_ids(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     return [tuple(f"m{i}" if c == 1 else "x" if v is None and c not in _NULLABLE else
                   -1 if v == 2**70 else v for c, v in enumerate(row))
             for i, row in enumerate(rows)]  # fmt: skip
-
-
-def test_the_c_groups_are_used_unless_the_extension_is_switched_off(textc: ModuleType) -> None:
-    code = "from cuemap_integrations import store; print(store.insert_groups.__name__)"
-    env = {**os.environ, "CUEMAP_TEXTC": "0"}
-    off = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
-    assert off.stdout.strip() == "_py_insert_groups"
-    if os.environ.get("CUEMAP_TEXTC", "1") != "0":
-        assert store_module.insert_groups is store_module._c_insert_groups

@@ -173,10 +173,14 @@ def test_a_python_error_in_a_batch_propagates(textc: ModuleType) -> None:
         textc.record_rows([_record(), broken], store_module._COLUMNS, failing, *_FALLBACKS[1:])
 
 
-def test_the_c_rows_are_used_unless_the_extension_is_switched_off(textc: ModuleType) -> None:
-    code = "from cuemap_integrations import store; print(store.record_rows.__name__)"
+@pytest.mark.parametrize("name", ["record_rows", "insert_groups"])
+def test_the_c_batch_functions_are_used_unless_the_extension_is_switched_off(
+    textc: ModuleType, name: str
+) -> None:
+    """store's record rows and insert groups (its Python twins with ``CUEMAP_TEXTC=0``)."""
+    code = f"from cuemap_integrations import store; print(store.{name}.__name__)"
     env = {**os.environ, "CUEMAP_TEXTC": "0"}
     off = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
-    assert off.stdout.strip() == "_py_record_rows"
+    assert off.stdout.strip() == f"_py_{name}"
     if os.environ.get("CUEMAP_TEXTC", "1") != "0":
-        assert store_module.record_rows is store_module._c_record_rows
+        assert getattr(store_module, name) is getattr(store_module, f"_c_{name}")
