@@ -72,6 +72,21 @@ class _Pending:
         keys_of.append(keys)
         values_of.append(None)
 
+    def extend(self, kind: str, seqs: Sequence[int], keys_of: Sequence[Sequence[str]]) -> None:
+        """:meth:`add` of each memory's postings of ``kind`` without values, except that the
+        waiting cues are not updated: a bulk batch's rows joined them as they were stored
+        (:meth:`NamespaceIndex.add_plain_many`)."""
+        plain_seqs, plain_keys = self.plain[kind]
+        plain_seqs += seqs
+        plain_keys += keys_of
+
+    def count_many(self, kind: str, seqs: Sequence[int], keys_of: Sequence[Sequence[str]]) -> None:
+        """:meth:`count` of each memory's keys of ``kind``."""
+        valued_seqs, valued_keys, values_of = self.valued[kind]
+        valued_seqs += seqs
+        valued_keys += keys_of
+        values_of += repeat(None, len(seqs))
+
     def by_key(self, kind: str) -> tuple[dict[str, list[int]], dict[str, list[Any]]]:
         """Key -> seqs (ascending) of the postings without values, and key -> ``[seq, value,
         seq, value, ...]`` of those with values; keys in the order they were first posted."""
@@ -653,27 +668,23 @@ class NamespaceIndex:
         lengths = list(map(len, terms))
         self.docs.put_plain_many(seqs, cues, contents, lengths, updated, types, row_cues)
         self.total_length += sum(lengths)
-        pending = self._pending
-        if pending is None:
-            pending = self._pending = _Pending(bool(self.cues))
-        plain_seqs, plain_keys = pending.plain["cue"]
-        plain_seqs += seqs
-        plain_keys += cues
-        valued_seqs, valued_keys, values = pending.valued["term"]
-        valued_seqs += seqs
-        valued_keys += terms
-        values += repeat(None, len(seqs))  # counted at the flush (_Pending.count)
+        pending = self._pending_postings()
+        pending.extend("cue", seqs, cues)
+        pending.count_many("term", seqs, terms)
 
     def waiting_cues(self) -> tuple[Container[str], set[str] | None]:
         """What :meth:`held_cues` is while a bulk batch is added, and the set of cues waiting
         for :meth:`flush` it holds beside the posted ones (None: none are kept, see
         :class:`_Pending`), which the batch's rows join as they are stored
         (``RecordTable.put_many``)."""
-        pending = self._pending
-        if pending is None:
-            pending = self._pending = _Pending(bool(self.cues))
-        waiting = pending.cues
+        waiting = self._pending_postings().cues
         return _held(self.cues, waiting), waiting
+
+    def _pending_postings(self) -> _Pending:
+        """The postings waiting for :meth:`flush` (begun here if none are)."""
+        if self._pending is None:
+            self._pending = _Pending(bool(self.cues))
+        return self._pending
 
     def held_cues(self) -> Container[str]:
         """The cues some memory of this index has, posted or waiting for :meth:`flush`: what a
@@ -699,9 +710,7 @@ class NamespaceIndex:
         length = len(terms)
         self.docs.put_plain(seq, cues, content, length, updated_ts, type)
         self.total_length += length
-        pending = self._pending
-        if pending is None:
-            pending = self._pending = _Pending(bool(self.cues))
+        pending = self._pending_postings()
         pending.add("cue", seq, cues, None)
         pending.count("term", seq, terms)
 
@@ -757,9 +766,7 @@ class NamespaceIndex:
         self, kind: str, seq: int, keys: Sequence[str], values: Sequence[float] | None = None
     ) -> None:
         """:meth:`_put_many`, with the postings themselves left for :meth:`flush`."""
-        if self._pending is None:
-            self._pending = _Pending(bool(self.cues))
-        self._pending.add(kind, seq, keys, values)
+        self._pending_postings().add(kind, seq, keys, values)
         if self.view is not None:
             for key, value in zip(keys, values or repeat(1.0, len(keys)), strict=True):
                 self.view.put(kind, key, seq, value)

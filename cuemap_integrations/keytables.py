@@ -117,12 +117,15 @@ class SeqOf(MutableMapping[IdKey, int]):
         else:  # a new seq: usually the next one
             ids.extend(repeat(None, seq - len(ids)))
             ids.append(memory_id)
-        at = -1 - at  # the first free slot of the probe
+        self._occupy(table, -1 - at, seq)  # the first free slot of the probe
+
+    def _occupy(self, table: _IdSlots, free: int, seq: int) -> None:
+        """Hold ``seq`` (its id written) in ``table``'s free slot ``free``."""
         try:
-            table.slots[at] = seq
+            table.slots[free] = seq
         except OverflowError:  # a seq past 2**31 - 1: widen, once
             table.slots = array("q", table.slots)
-            table.slots[at] = seq
+            table.slots[free] = seq
         table.held += 1
         table.used += 1
         self._count += 1
@@ -147,16 +150,7 @@ class SeqOf(MutableMapping[IdKey, int]):
                 table = self._tables.get(namespace)
                 continue
             ids[seq] = memory_id
-            try:
-                table.slots[-1 - at] = seq  # type: ignore[union-attr]  # at < 0: a table
-            except OverflowError:  # a seq past 2**31 - 1: widen, once
-                table.slots = array("q", table.slots)  # type: ignore[union-attr]
-                table.slots[-1 - at] = seq  # type: ignore[union-attr]
-            table.held += 1  # type: ignore[union-attr]
-            table.used += 1  # type: ignore[union-attr]
-            self._count += 1
-            if 3 * table.used >= 2 * len(table.slots):  # type: ignore[union-attr]
-                self._rehash(table)  # type: ignore[arg-type]
+            self._occupy(table, -1 - at, seq)  # type: ignore[arg-type]  # at < 0: a table
 
     def __delitem__(self, key: IdKey) -> None:
         namespace, memory_id = key
@@ -365,6 +359,6 @@ _ID_SLOT: Callable[[array[int], list[str | None], str], int] = (
 _DIGEST_SLOT: Callable[[array[int], bytearray, bytes], int] = (
     _digest_slot if _textc is None else _textc.digest_slot
 )
-# the probing of a rehash in C (getattr: an extension built before it has none, and its
-# tables rehash in Python)
-_PLACE: Callable[[array[int], list[int], list[int]], None] = getattr(_textc, "place", _place)
+_PLACE: Callable[[array[int], list[int], list[int]], None] = (
+    _place if _textc is None else _textc.place
+)

@@ -494,40 +494,23 @@ class _CueColumn:
         """:meth:`put` each row's cues in turn, where ``held`` holds ``waiting`` (a new
         namespace's cues waiting to be posted: the rows of a bulk batch) and each row's
         ``waiting_of`` cues join ``waiting`` once it is stored, for the next rows to code, as
-        one :meth:`put` per memory between the index's own steps did. New rows (no cues yet)
-        are packed in one loop without a method call each; with no ``waiting`` (the usual
-        batch), in one list whose bytes join the buffer at once (:meth:`_append`)."""
-        pack, codes, names = _PACK, self._codes, self._names
-        buffer, starts, sizes, tuples = self._buffer, self._starts, self._sizes, self._tuples
+        one :meth:`put` per memory between the index's own steps did. With no ``waiting``
+        (the usual batch), new rows are packed in one list whose bytes join the buffer at once
+        (:meth:`_append`); otherwise (a namespace's first batch) each row takes :meth:`put`."""
+        pack, codes, names, tuples = _PACK, self._codes, self._names, self._tuples
         if (
             waiting is None
             and pack is not None
-            and not any(map(sizes.__getitem__, seqs))
+            and not any(map(self._sizes.__getitem__, seqs))
             and (not tuples or tuples.keys().isdisjoint(seqs))
             and self._append(seqs, [pack(cues, held, codes, names, _CODES_MAX) for cues in cues_of])
         ):
             self._last = (seqs[-1], cues_of[-1])
             return
-        last = self._last
         for seq, cues, more in zip(seqs, cues_of, waiting_of, strict=True):
-            if sizes[seq] or seq in tuples:  # not a new row's first cues
-                self.put(seq, cues, held)
-                last = self._last
-            else:
-                packed = (
-                    _python_packed_cues(cues, held, codes, names)
-                    if pack is None
-                    else pack(cues, held, codes, names, _CODES_MAX)
-                )
-                if type(packed) is bytes and len(packed) <= 0xFFFF:
-                    starts[seq], sizes[seq] = len(buffer), len(packed)
-                    buffer += packed
-                    last = (seq, cues)
-                elif cues:
-                    tuples[seq] = cues
+            self.put(seq, cues, held)
             if waiting is not None:
                 waiting.update(more)
-        self._last = last
 
     def _append(self, seqs: Sequence[int], packed: list[tuple[str, ...] | bytes]) -> bool:
         """Append the ``packed`` cues of new rows ``seqs`` to the buffer, each row's span
