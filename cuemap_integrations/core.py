@@ -1059,10 +1059,10 @@ class CueMap:
         """Count the access after ranking, so it can never change the ranking that caused it."""
         if not (self.config.track_access or always):
             return
-        pending = self._access
+        pending, counted = self._access, self._records.access_count
         for seq in seqs:
             held = pending.get(seq)  # the row is read only for a count not pending already
-            count = self._records.row(seq).access_count if held is None else held[0]
+            count = counted(seq) if held is None else held[0]
             pending[seq] = (count + 1, now)
         if len(self._access) >= _ACCESS_FLUSH_EVERY:
             self._flush_access()

@@ -25,6 +25,7 @@ import sys
 from array import array
 from collections import deque
 from collections.abc import Callable, Container, Iterable, Iterator, MutableMapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import MISSING, fields
 from datetime import datetime, timezone
 from functools import partial
@@ -50,6 +51,8 @@ _EXTRA_VALUES = tuple(default for _, default in _EXTRA_DEFAULTS)
 _EXTRA_OF = itemgetter(*_EXTRA_NAMES)  # a record's values of them, as a tuple
 _EXTRA_RANK = {name: at for at, name in enumerate(_EXTRA)}  # pack writes them in this order
 _ACCESS_NAMES = ("last_accessed", "access_count")  # a row's extra names once recalled, in order
+# the extra fields by which a memory can fail the default filters (expired, superseded)
+_FALLIBLE_NAMES = frozenset(("expires_at", "superseded_by"))
 
 
 class RecordHead(Protocol):
@@ -647,9 +650,9 @@ class RecordTable(MutableMapping[int, MemoryRecord]):
     its passes, then again for notes and access counts."""
 
     __slots__ = (
-        "_codes", "_contents", "_count", "_cues", "_dates", "_extra", "_ids", "_inserted",
-        "_kind_codes", "_kinds", "_metadata", "_order", "_own_kinds", "_recent", "_stamps",
-        "_top",
+        "_codes", "_contents", "_count", "_cues", "_dates", "_extra", "_fallible", "_ids",
+        "_inserted", "_kind_codes", "_kinds", "_metadata", "_order", "_own_kinds", "_recent",
+        "_stamps", "_top",
     )  # fmt: skip
 
     RECENT = 1024
@@ -667,6 +670,9 @@ class RecordTable(MutableMapping[int, MemoryRecord]):
         self._stamps = array("d")  # created_at as POSIX seconds; NaN: a datetime in _dates
         self._dates: dict[int, datetime] = {}
         self._extra: dict[int, tuple[Any, ...]] = {}  # only the rows whose extra is not empty
+        # the rows whose extra holds an expiry or a supersession: only they can fail the
+        # default filters (see :meth:`fallible`)
+        self._fallible: set[int] = set()
         self._own_kinds: dict[int, Kind] = {}  # the kind of a row whose code is _OWN_KIND
         self._order: array[int] | None = None  # by seq: its insertion number, once not ascending
         self._inserted = 0  # the next insertion number (while _order is kept)
@@ -718,6 +724,7 @@ class RecordTable(MutableMapping[int, MemoryRecord]):
         self._set_stamp(seq, stamp)
         self._set_held(self._own_kinds, seq, kind if code == _OWN_KIND else None)
         self._set_held(self._extra, seq, extra or None)
+        self._mark_fallible(seq, extra)
         self._recent.pop(seq, None)
         return given  # the interned cue tuple
 
@@ -766,6 +773,7 @@ class RecordTable(MutableMapping[int, MemoryRecord]):
             )
         if any(extra):
             self._extra.update((seq, held) for seq, held in zip(seqs, extra, strict=True) if held)
+            drain(map(self._mark_fallible, seqs, extra))
         if self._order is not None:
             drain(
                 map(
@@ -812,6 +820,19 @@ class RecordTable(MutableMapping[int, MemoryRecord]):
             if self._dates:
                 self._dates.pop(seq, None)
 
+    def _mark_fallible(self, seq: int, extra: tuple[Any, ...]) -> None:
+        """Keep :meth:`fallible` up to date for row ``seq`` given its new ``extra``."""
+        if extra and not _FALLIBLE_NAMES.isdisjoint(extra[::2]):
+            self._fallible.add(seq)
+        elif self._fallible:
+            self._fallible.discard(seq)
+
+    def fallible(self) -> AbstractSet[int]:
+        """The seqs of the rows that have an expiry or were superseded: the only ones the
+        default filters can turn away (any other row is neither expired nor superseded at
+        any time). A live view, for the length of one recall (read only)."""
+        return self._fallible
+
     @staticmethod
     def _set_held(held: dict[int, Any], seq: int, value: Any) -> None:
         """Keep ``value`` for ``seq`` in the sparse column ``held`` (None: nothing kept)."""
@@ -844,6 +865,7 @@ class RecordTable(MutableMapping[int, MemoryRecord]):
             self._metadata[seq] = None
         for held in (self._dates, self._extra, self._own_kinds):
             held.pop(seq, None)
+        self._fallible.discard(seq)
         self._count -= 1
         self._recent.pop(seq, None)
 
@@ -905,8 +927,11 @@ class RecordTable(MutableMapping[int, MemoryRecord]):
         recalls keep): only its row's ``extra`` is rewritten, to what packing the record with
         them writes (a count and a time are never their defaults, 0 and None), where building
         the record and packing it again cost ~7 us a memory, most of a flush."""
-        extra = self.row(seq).extra
-        if not extra or extra[::2] == _ACCESS_NAMES:  # no other field (nearly every row)
+        extra = self._extra.get(seq)
+        if extra is None:  # no extra field yet (a memory's first flush)
+            self.row(seq)  # KeyError if there is no row
+            self._extra[seq] = ("last_accessed", when, "access_count", count)
+        elif extra[::2] == _ACCESS_NAMES:  # no other field (nearly every row)
             self._extra[seq] = ("last_accessed", when, "access_count", count)  # _EXTRA's order
         else:
             held: dict[str, Any] = dict(zip(extra[::2], extra[1::2], strict=True))
@@ -916,6 +941,17 @@ class RecordTable(MutableMapping[int, MemoryRecord]):
         # a record kept built is dropped, not given the new values: most flushed memories are
         # not read again before they leave the cache (a copy each cost more than it saved)
         self._recent.pop(seq, None)
+
+    def access_count(self, seq: int) -> int:
+        """Memory ``seq``'s :attr:`Row.access_count` (a row held at ``seq``), read from its
+        extra fields without building its row (a recall asks it of each of its hits)."""
+        extra = self._extra.get(seq)
+        if extra is None:
+            return 0
+        if extra[::2] == _ACCESS_NAMES:  # a recalled memory with no other extra field
+            return extra[3]  # type: ignore[no-any-return]  # an access count: an int
+        names = extra[::2]
+        return extra[2 * names.index("access_count") + 1] if "access_count" in names else 0
 
     def stamps(self, seqs: Iterable[int]) -> list[float | datetime]:
         """The :attr:`Row.stamp` (``created_at``) of each of ``seqs``, read in one C-level pass

@@ -762,3 +762,109 @@ def test_hits_built_without_init_are_the_dataclasses_own(seed: int, query: list[
             assert built == reference and hash(built) == hash(reference)
             assert repr(built) == repr(reference)
             assert list(vars(built).items()) == list(vars(reference).items())
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    stored=st.lists(packed_records(), min_size=1, max_size=8),
+    bulk=st.booleans(),
+    dropped=st.sets(st.integers(0, 7), max_size=3),
+    replaced=st.lists(st.tuples(st.integers(0, 7), packed_records()), max_size=3),
+    accessed=st.sets(st.integers(0, 7), max_size=4),
+    now=_instants,
+)
+def test_fallible_rows_are_those_the_default_filters_can_turn_away(
+    stored: list[MemoryRecord],
+    bulk: bool,
+    dropped: set[int],
+    replaced: list[tuple[int, MemoryRecord]],
+    accessed: set[int],
+    now: datetime,
+) -> None:
+    """``RecordTable.fallible`` holds exactly the rows with an expiry or a supersession,
+    through bulk and single puts, replacements, deletions and access flushes; every other row
+    passes the default filters at any time, and ``access_count`` reads what the row does."""
+    table = RecordTable()
+    seqs = list(range(1, len(stored) + 1))
+    if bulk:
+        table.put_many(seqs, stored, ())
+    else:
+        for seq, record in zip(seqs, stored, strict=True):
+            table[seq] = record
+    for at, record in replaced:
+        table[1 + at % len(seqs)] = record
+    for at in dropped:
+        table.pop(1 + at % len(seqs), None)
+    for at in accessed:
+        if 1 + at % len(seqs) in table:
+            table.accessed(1 + at % len(seqs), at + 1, T0)
+    expected = {
+        seq for seq in table if table[seq].expires_at is not None or table[seq].superseded_by
+    }
+    assert set(table.fallible()) == expected
+    now = now.astimezone(timezone.utc)
+    for seq in table:
+        row = table.row(seq)
+        assert table.access_count(seq) == row.access_count == table[seq].access_count
+        if seq not in expected:
+            assert ranking.Filters().admits(row, now)
+
+
+@pytest.mark.parametrize("exclude", [frozenset(), frozenset({"m1"})])
+@pytest.mark.parametrize("filters", [ranking.Filters(), ranking.Filters(include_expired=True)])
+def test_admission_shortcut_equals_the_filters_as_time_passes(
+    filters: ranking.Filters, exclude: frozenset[str]
+) -> None:
+    """``ranking._admission`` answers what ``Filters.admits`` and ``exclude`` say of every
+    memory, before and after expiries pass and after a supersession; with the default filters
+    and no expiry or supersession at all, it is the C-level :data:`ranking._EVERY`."""
+    clock = FakeClock(T0)
+    with CueMap(clock=clock) as cm:
+        cm.add_many([{"content": f"note number {i} about caches", "memory_id": f"m{i}"}
+                     for i in range(6)])  # fmt: skip
+        records = cm._records
+        plain = ranking._admission(records, filters, exclude, clock(), {})
+        assert (plain is ranking._EVERY) == (not exclude and filters == ranking.Filters())
+        cm.add("the cache expires soon", memory_id="soon", expires_at=T0 + timedelta(days=1))
+        cm.update("m2", content="note number 2 about caches, revised")
+        cm.add("note number 3, replaced", memory_id="m3b", supersedes="m3")
+        for days in (0, 1, 2):
+            now = T0 + timedelta(days=days)
+            admitted = ranking._admission(records, filters, exclude, now, {})
+            assert admitted is not ranking._EVERY
+            for seq in records:
+                row = records.row(seq)
+                expected = row.memory_id not in exclude and filters.admits(row, now)
+                assert admitted(seq) == expected, (days, row.memory_id)
+
+
+def test_recall_with_expiries_and_supersessions_equals_the_general_admission(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Whole recalls are the same whether admission takes the shortcut for rows that cannot
+    fail or asks the filters of every memory (every row made fallible), as expiries pass."""
+    clock = FakeClock(T0)
+    with CueMap(clock=clock, config={"track_access": False}) as cm:
+        cm.add_many([{"content": f"the cache note {i} of team {i % 3}", "memory_id": f"m{i}"}
+                     for i in range(30)])  # fmt: skip
+        for i in range(0, 30, 4):
+            cm.update(f"m{i}", expires_at=T0 + timedelta(days=i % 3 + 1))
+        cm.add("the cache note of team 1, newer", memory_id="new1", supersedes="m1")
+
+        def recalls() -> list[object]:
+            out = []
+            for days in (0, 1, 2, 4):
+                clock.now = T0 + timedelta(days=days)
+                for query in ("cache note", "team 1", "cache team 2"):
+                    result = cm.recall(query, k=8, explain=True)
+                    out.append([(h.memory_id, h.score, h.breakdown) for h in result.hits])
+            return out
+
+        shortcut = recalls()
+        monkeypatch.setattr(RecordTable, "fallible", lambda table: set(table))
+        assert recalls() == shortcut
+        expiring = {f"m{i}" for i in range(0, 30, 4)}
+        found = [{hit[0] for hit in hits} for hits in shortcut]  # type: ignore[attr-defined]
+        assert expiring & set().union(*found[:3])  # found before they expire, not after
+        assert not expiring & set().union(*found[-3:])
+        assert "m1" not in set().union(*found)  # superseded
