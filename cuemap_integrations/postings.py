@@ -210,6 +210,17 @@ class Postings(Mapping[int, float]):
                 out.append((seq, 1.0 if values is None else values[at]))
         return out
 
+    def holding(self, seqs: Sequence[int]) -> list[int]:
+        """Those of ``seqs`` held here, in their order (:meth:`among` without the values):
+        every search in one C-level pass, only the comparisons in Python."""
+        held = self._seqs
+        size = len(held)
+        return [
+            seq
+            for seq, at in zip(seqs, map(bisect_left, repeat(held), seqs), strict=True)
+            if at < size and held[at] == seq
+        ]
+
     def __len__(self) -> int:
         return len(self._seqs)
 
@@ -314,6 +325,11 @@ class _OnePosting(Postings):
         """``[(seq, value)]`` when ``seqs`` holds the one seq, else empty."""
         own = self._one()
         return [own] if own[0] in seqs else []
+
+    def holding(self, seqs: Sequence[int]) -> list[int]:
+        """``[seq]`` when ``seqs`` holds the one seq, else empty."""
+        own: int = self._seqs  # type: ignore[assignment]  # this form's meaning of the slot
+        return [own] if own in seqs else []
 
     def __len__(self) -> int:
         return 1
@@ -421,6 +437,19 @@ class PostingsTable(Mapping[str, Postings]):
 
     def __contains__(self, key: object) -> bool:
         return key in self._held or key in self._both
+
+    def holding(self, key: str, seqs: Sequence[int]) -> list[int]:
+        """Those of ``seqs`` posted under ``key``, in their order (none when ``key`` is not
+        held; no postings object made for a bare seq): what explaining a recall's hits asks
+        of each query term."""
+        held = self._held.get(key)
+        if held is None:
+            held = self._both.get(key)
+            if held is None:
+                return []
+        if isinstance(held, Postings):
+            return held.holding(seqs)
+        return [held] if held in seqs else []
 
     def holds(self, key: str, seq: int) -> bool:
         """True when ``seq`` is posted under ``key`` (no postings object made for a bare seq)."""

@@ -1370,6 +1370,12 @@ def _as_tuple(held: _Held) -> tuple[str, ...]:
     return (held,) if isinstance(held, str) else held
 
 
+# held string -> is it its own key (CueKeys._key_of(cue) == cue: a pure function of the
+# string, asked of each unit of each query; emptied when full)
+_OWN_KEYS: dict[str, bool] = {}
+_OWN_KEYS_MAX = 1 << 16
+
+
 class CueKeys:
     """Known cues, found in a query by longest match over :func:`query_units`; each cue is
     inserted once and removed once (:class:`CueLexicon` counts references instead).
@@ -1473,10 +1479,17 @@ class CueKeys:
 
     def _held(self, key: _Key) -> tuple[str, ...]:
         """The cues of ``key`` (sorted): those in the dict, and the key itself if it is a cue
-        that is its own key."""
+        that is its own key (whether it is, a pure function of the string, is remembered:
+        :data:`_OWN_KEYS`; a query asks this of each of its units)."""
         held = _as_tuple(self._keys.get(key, ()))
-        if isinstance(key, str) and key in self._own and self._key_of(key) == key:
-            return tuple(sorted((key, *held))) if held else (key,)
+        if isinstance(key, str) and key in self._own:
+            own = _OWN_KEYS.get(key)
+            if own is None:
+                if len(_OWN_KEYS) >= _OWN_KEYS_MAX:
+                    _OWN_KEYS.clear()
+                own = _OWN_KEYS[key] = self._key_of(key) == key
+            if own:
+                return tuple(sorted((key, *held))) if held else (key,)
         return held
 
     def _longest(

@@ -51,6 +51,15 @@ def test_among_reads_the_held_of_many_seqs_in_their_order(
     ]
 
 
+@given(OPS, st.lists(st.integers(0, 60), max_size=20, unique=True))
+def test_holding_is_among_without_the_values(
+    ops: list[tuple[bool, int, float]], asked: list[int]
+) -> None:
+    postings, expected = replay(ops)
+    assert postings.holding(asked) == [s for s, _ in postings.among(asked)]
+    assert postings.holding(asked) == [s for s in asked if s in expected]
+
+
 def test_values_are_stored_only_once_one_differs_from_one() -> None:
     postings = Postings()
     for seq in range(5):
@@ -220,6 +229,9 @@ def test_a_table_equals_the_dict_of_dicts_it_replaces(
     for key in table:
         held = table.held(key)
         assert (type(held) is int) == (list(expected[key].values()) == [1.0])
+    for key in ("a", "b"):  # each form, or no postings at all
+        asked = [6, 1, 3, 2, 5, 4, 9]
+        assert table.holding(key, asked) == [s for s in asked if s in expected.get(key, {})]
 
 
 def test_values_widen_from_one_byte_to_four_to_eight() -> None:

@@ -586,16 +586,16 @@ def test_feedback_cues_equal_the_reference(seed: int) -> None:
         )
 
 
-def _dated_store(seed: int) -> CueMap:
-    """Memories created over two months, some at moments that stay datetimes in their rows
-    (a fold), and transcript turns of two speakers."""
+def _dated_store(seed: int, folds: float = 0.2) -> CueMap:
+    """Memories created over two months, some (``folds`` of them) at moments that stay
+    datetimes in their rows (a fold), and transcript turns of two speakers."""
     rnd = random.Random(seed)
     cm = CueMap(clock=FakeClock(T0), config={"dedupe": False})
     start = datetime(2023, 5, 1, tzinfo=timezone.utc)
     items = []
     for i in range(120):
         created = start + timedelta(hours=rnd.randint(0, 24 * 60))
-        if rnd.random() < 0.2:
+        if rnd.random() < folds:
             created = created.replace(fold=1)
         speaker = rnd.choice(["Caroline", "Melanie"])
         words = " ".join(rnd.choice(VOCABULARY[4:]) for _ in range(4))
@@ -606,10 +606,13 @@ def _dated_store(seed: int) -> CueMap:
     return cm
 
 
+@pytest.mark.parametrize("folds", [0.2, 0.0])  # some datetime stamps, or every one a float
 @pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize("query", ["what did Caroline say on 8 May 2023", "team in May 2023"])
-def test_bonuses_of_many_memories_equal_the_bonus_of_each(seed: int, query: str) -> None:
-    cm = _dated_store(seed)
+def test_bonuses_of_many_memories_equal_the_bonus_of_each(
+    seed: int, query: str, folds: float
+) -> None:
+    cm = _dated_store(seed, folds)
     index = cm._indexes["default"]
     plan = plan_query(query, index, cm.aliases)
     seqs = list(index.docs)
@@ -868,3 +871,32 @@ def test_recall_with_expiries_and_supersessions_equals_the_general_admission(
         assert expiring & set().union(*found[:3])  # found before they expire, not after
         assert not expiring & set().union(*found[-3:])
         assert "m1" not in set().union(*found)  # superseded
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=SEEDS)
+def test_held_cues_and_tags_equal_the_checked_ones(seed: int) -> None:
+    """``DocTable.held_cues_and_tags`` (a recall's hits and feedback memories) reads what
+    ``cues_and_tags`` does of every memory the namespace holds, plain docs and tagged ones,
+    after updates and deletions; the checked one still refuses a seq it does not hold."""
+    cm = build(seed, 120)  # a store of its own: it is changed
+    cm.update("m3", tags=["redis"])
+    cm.update("m4", content="a new text about the cache")
+    cm.delete("m5")
+    docs = cm._indexes["default"].docs
+    assert len(docs) > 100
+    for seq in docs:
+        assert docs.held_cues_and_tags(seq) == docs.cues_and_tags(seq)
+        assert core._cues_and_tags(docs, seq) == core._lent_cues(docs.held_cues_and_tags, seq)
+    with pytest.raises(KeyError):
+        docs.cues_and_tags(max(docs) + 1)
+
+
+def test_default_filters_are_one_shared_instance() -> None:
+    """``Filters.build`` of no filter gives the shared default (which ``_admission`` knows by
+    identity); any filter, even an empty type list or a falsy non-bool, builds its own."""
+    assert ranking.Filters.build() is ranking._DEFAULT_FILTERS == ranking.Filters()
+    assert ranking.Filters.build(types=[]).types == frozenset()
+    assert ranking.Filters.build(include_superseded=True) != ranking._DEFAULT_FILTERS
+    built = ranking.Filters.build(include_expired=0)  # type: ignore[arg-type]
+    assert built is not ranking._DEFAULT_FILTERS and built.include_expired == 0

@@ -631,6 +631,35 @@ def test_own_keys_left_to_the_counts_match_as_every_key_in_the_dict(
             assert lex.unit_cues(unit) == reference.unit_cues(unit)
 
 
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.lists(st.sampled_from(_LEXICON_WORDS), min_size=1, max_size=3), min_size=1),
+    st.lists(st.lists(st.sampled_from(_LEXICON_WORDS), max_size=6), min_size=1, max_size=4),
+)
+def test_remembered_own_keys_are_what_key_of_says_even_when_emptied(
+    cues: list[list[str]], queries: list[list[str]]
+) -> None:
+    """The memo of which strings are their own keys (``text._OWN_KEYS``, shared by every
+    lexicon) holds exactly ``_key_of(cue) == cue``, and matching is the reference's whether
+    the memo is full, empty, or emptied again and again as it fills (a room of two)."""
+    lex, reference = CueLexicon(), _EveryKeyLexicon()
+    for cue_words in cues:
+        for each in (lex, reference):
+            each.add(" ".join(cue_words))
+    for room in (text_module._OWN_KEYS_MAX, 2):
+        saved = text_module._OWN_KEYS_MAX
+        text_module._OWN_KEYS_MAX = room
+        try:
+            for query_words in queries:
+                query = " ".join(query_words)
+                assert lex.match(query) == reference.match(query)
+        finally:
+            text_module._OWN_KEYS_MAX = saved
+        assert len(text_module._OWN_KEYS) <= saved
+        for cue, own in list(text_module._OWN_KEYS.items()):
+            assert own == (lex._key_of(cue) == cue)
+
+
 def test_lexicon_one_unit_keys_are_bare_strings_and_removal_empties_it() -> None:
     lex = CueLexicon()
     for cue in ("orders", "order", "order table", "超"):
