@@ -653,6 +653,12 @@ class Ranking:
 
     def hits(self, plan: QueryPlan, k: int) -> tuple[list[Hit], RecallTrace]:
         """The top ``k`` hits of ``plan``, explained, with the query trace (:func:`rank`)."""
+        hits, _, trace = self.ranked_hits(plan, k)
+        return hits, trace
+
+    def ranked_hits(self, plan: QueryPlan, k: int) -> tuple[list[Hit], list[int], RecallTrace]:
+        """:meth:`hits` with the hits' seqs, in the same order (the store counts their
+        accesses without looking their ids up again)."""
         ranked, access, boosts = _ranked(self, plan, k)
         records, cfg, now, sig = self.records, self.cfg, self.now, ranked.sig
         seqs = [seq for _, _, seq in ranked.rows]
@@ -671,7 +677,7 @@ class Ranking:
                          "source": "cue", "conflicts": ()})
             for (_, neg, seq), record, p in zip(ranked.rows, found, parts, strict=True)
         ]  # fmt: skip
-        return hits, trace(plan, ranked.scored, hits)
+        return hits, seqs, trace(plan, ranked.scored, hits)
 
     def scored(self, plan: QueryPlan, k: int) -> Scored:
         """:meth:`hits`'s memories and scores without their hits: a first pass only lends its

@@ -900,3 +900,27 @@ def test_default_filters_are_one_shared_instance() -> None:
     assert ranking.Filters.build(include_superseded=True) != ranking._DEFAULT_FILTERS
     built = ranking.Filters.build(include_expired=0)  # type: ignore[arg-type]
     assert built is not ranking._DEFAULT_FILTERS and built.include_expired == 0
+
+
+def test_recalls_count_each_hit_once_by_the_rankings_seqs() -> None:
+    """A recall counts its hits' accesses by the seqs its ranking returned (no id looked up
+    again): after many recalls, with flushes in between, each memory's count is the number of
+    recalls that returned it, and a recall whose extension changes the hits counts those."""
+    with CueMap(clock=FakeClock(T0), config={"dedupe": False}) as cm:
+        cm.add_many([{"content": f"cache note {i} for team {i % 7}", "memory_id": f"m{i}"}
+                     for i in range(60)])  # fmt: skip
+        returned: dict[str, int] = {}
+        for round_ in range(30):  # past the flush of every 256 pending counts
+            for hit in cm.recall(f"cache team {round_ % 7}", k=9):
+                returned[hit.memory_id] = returned.get(hit.memory_id, 0) + 1
+
+        class _Reverse:  # an extension returning the hits reversed, the last one dropped
+            def extend(self, request: object, hits: tuple[Hit, ...]) -> tuple[Hit, ...]:
+                return hits[::-1][1:]
+
+        cm.extension = _Reverse()  # type: ignore[assignment]
+        for hit in cm.recall("cache team 3", k=5):
+            returned[hit.memory_id] = returned.get(hit.memory_id, 0) + 1
+        assert len(returned) > 20
+        for i in range(60):
+            assert cm.get(f"m{i}").access_count == returned.get(f"m{i}", 0)
