@@ -463,7 +463,8 @@ class _Explainer(NamedTuple):
         concepts = plan.expanded_concepts
         return cls(
             plan, _members(plan.cues), _members([concept.members for concept in concepts]),
-            _alone(concepts), _matched_terms(index, plan.terms, seqs), index.docs.held_cues_and_tags,
+            _alone(concepts), _matched_terms(index, plan.terms, seqs),
+            index.docs.held_cues_and_tags,  # the hits: memories the namespace holds
         )  # fmt: skip
 
     def breakdown(self, seq: int, parts: _Parts) -> ScoreBreakdown:
