@@ -251,7 +251,7 @@ class _Descriptors:
 
     __slots__ = ("doubles", "ints", "keep", "lists", "members", "memo", "postings")
 
-    def __init__(self, memo: dict[Any, _Members] | None = None) -> None:
+    def __init__(self, memo: dict[Any, Any] | None = None) -> None:
         self.ints, self.doubles, self.members = array("q"), array("d"), array("q")
         self.keep: list[Any] = []
         self.lists = self.postings = 0
@@ -300,7 +300,7 @@ class _Members(NamedTuple):
 
 
 def describe(
-    lists: Sequence[_List], memo: dict[Any, _Members] | None = None,
+    lists: Sequence[_List], memo: dict[Any, Any] | None = None,
     given: Sequence[_Members] | None = None,
 ) -> _Descriptors | None:  # fmt: skip
     """The descriptors of ``lists``; None when one has a gain the kernel does not know.
@@ -338,13 +338,13 @@ def describe(
 
 
 def members_of(
-    postings: Sequence[Postings], keys: Sequence[Any], memo: dict[Any, _Members] | None
+    postings: Sequence[Postings], keys: Sequence[Any], memo: dict[Any, Any] | None
 ) -> _Members:
     """The member descriptors of one list's ``postings`` (index keys ``keys``), from ``memo``
     when it has them (see :func:`describe`), else made (and kept there)."""
     if memo is None or not keys or len(keys) != len(postings):
         return _Members.of(postings)
-    held = memo.get(keys)
+    held: _Members | None = memo.get(keys)
     if held is None:
         held = memo[keys] = _Members.of(postings)
     return held

@@ -1258,3 +1258,23 @@ def test_a_pass_asks_its_kernel_ranking_once() -> None:
     assert cut is not first and cut.cut == 0.5 - arrays._EPSILON and first.cut == -math.inf
     view.type_codes.setdefault("a type never seen", len(view.type_codes))
     assert arrays._ranking(view, scorer, 0.5) is not cut
+
+
+def test_member_descriptors_are_memoized_by_their_keys() -> None:
+    """``kernel.members_of`` keeps a list's descriptors in the memo by its keys and gives the
+    ones made first for equal keys; without a memo it makes them anew, describing the same
+    postings."""
+    cm = _store(1, 300)
+    index = cm._indexes["default"]
+    cues = sorted(index.postings("cue"))[:2]
+    keys = tuple(("cue", cue) for cue in cues)
+    postings = tuple(index.postings("cue")[cue] for cue in cues)
+    memo: dict[Any, Any] = {}
+    first = kernel.members_of(postings, keys, memo)
+    assert memo == {keys: first}
+    assert kernel.members_of(postings, tuple(list(keys)), memo) is first
+    fresh = kernel.members_of(postings, keys, None)  # no memo: made anew
+    assert fresh is not first
+    assert (fresh.members[1::5], fresh.members[2::5], fresh.postings) == (
+        first.members[1::5], first.members[2::5], first.postings
+    )  # fmt: skip
