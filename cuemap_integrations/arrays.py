@@ -524,8 +524,8 @@ def _described(
 ) -> _Described | None:
     """The lists described for the kernel; None when a list's gain is one the kernel does not
     know (the NumPy path handles it). ``memo``: see :func:`kernel.describe`."""
-    ordered, units = _units(lists)
-    described = kernel.describe(ordered, memo)
+    ordered, units, members = _units(lists, memo)
+    described = kernel.describe(ordered, memo, members)
     if described is None or not cfg.session_saturation > 0:
         return None
     return _Described(ordered, units, described)
@@ -553,10 +553,15 @@ def _exact(
     """The evidence of the ``chosen`` memories, the same floats as the Python pass's
     (:meth:`~cuemap_integrations.topk._Pass.add` of each list, in ``lists``' order), summed by
     the kernel in one call instead of a binary search per list and memory in Python."""
-    number = {id(lst): i for i, lst in enumerate(described.ordered)}
-    order = [number[id(lst)] for lst in lists if id(lst) in number]  # no postings: adds nothing
-    seqs, lengths = list(chosen), index.docs.columns.lengths
-    found = kernel.evidence(described.lists, order, seqs, [lengths[seq] for seq in seqs])
+    ordered = described.ordered
+    number = dict(zip(map(id, ordered), range(len(ordered)), strict=True))
+    # no postings: not described, adds nothing
+    order = [at for at in map(number.get, map(id, lists)) if at is not None]
+    seqs = list(chosen)
+    # by map, not a comprehension: the loop in C (a feedback pass asks ~100 memories)
+    found = kernel.evidence(
+        described.lists, order, seqs, list(map(index.docs.columns.lengths.__getitem__, seqs))
+    )
     ev = Evidence(survivors=chosen)
     cue, tag, content, session = ev.cue, ev.tag, ev.content, ev.session  # the kernel's order
     raw, held = found.raw, found.held
@@ -608,35 +613,63 @@ def _compiled(
 
 
 def _from_kernel(found: kernel.KernelSums) -> tuple[Any, _Sums, Any]:
-    return found.slots, _Sums.of(found), _np().arange(len(found.slots))
+    return found.slots, _Sums.of(found), _positions(len(found.slots))
 
 
-def _units(lists: Sequence[_List]) -> tuple[list[_List], list[tuple[int, int]]]:
-    """The lists with postings in the order narrowing takes them, and each *unit*'s
-    ``(postings, lists up to and including it)``. As :func:`_entries` merges them, the carried
+_COUNTING: Any = None  # 0, 1, 2, ... read-only, grown as needed (see _positions)
+
+
+def _positions(n: int) -> Any:
+    """``np.arange(n)``, as a read-only view of one array made once (and again when a call
+    needs more): the kernel's rows are their own positions, and an arange of a dense pass's
+    ~30k rows cost ~30 us, twice a recall, for positions that are only read."""
+    global _COUNTING
+    held = _COUNTING
+    if held is None or len(held) < n:
+        held = _np().arange(max(n, 4096, 0 if held is None else 2 * len(held)))
+        held.flags.writeable = False  # a caller writing to it would change every later pass's
+        _COUNTING = held
+    return held[:n]
+
+
+def _units(
+    lists: Sequence[_List], memo: dict[Any, Any] | None = None
+) -> tuple[list[_List], list[tuple[int, int]], list[Any]]:
+    """The lists with postings in the order narrowing takes them, each *unit*'s
+    ``(postings, lists up to and including it)``, and each ordered list's member descriptors
+    (:func:`kernel.members_of`, by ``memo``). As :func:`_entries` merges them, the carried
     (session) lists are one unit, placed by their postings together: each is short, but taken
     one by one they would fill the share of the namespace narrowing may read before the query's
-    own rare words."""
-    units: list[tuple[int, list[_List]]] = []  # (postings, lists) of each unit
+    own rare words. A list's postings are counted by its member descriptors, which
+    :func:`kernel.describe` reads next (a memo hit, where summing its lists' lengths was a
+    call per list)."""
+    units: list[tuple[int, list[_List], list[Any]]] = []  # (postings, lists, members) of each
     carried: list[_List] = []
+    carried_members: list[Any] = []
     held = 0  # the carried lists' postings
+    members_of = kernel.members_of
     for lst in lists:
-        size = sum(map(len, lst.postings))
+        found = members_of(lst.postings, lst.keys, memo)
+        size = found.postings
         if not size:
             continue
         if lst.signal == "session":
             carried.append(lst)
+            carried_members.append(found)
             held += size
         else:
-            units.append((size, [lst]))
+            units.append((size, [lst], [found]))
     if carried:
-        units.append((held, carried))
+        units.append((held, carried, carried_members))
     units.sort(key=_first)  # stable: ties keep list order
-    ordered, bounds = [], []
-    for size, unit in units:
+    ordered: list[_List] = []
+    members: list[Any] = []
+    bounds = []
+    for size, unit, found_members in units:
         ordered += unit
+        members += found_members
         bounds.append((size, len(ordered)))
-    return ordered, bounds
+    return ordered, bounds, members
 
 
 _first = itemgetter(0)
@@ -932,11 +965,19 @@ def _ranking(view: ArrayView, scorer: FastScorer, min_score: float | None) -> ke
     """What :func:`kernel.rank` scores by: ``scorer``'s prior (as :func:`_priors` computes it,
     by the view's type codes; one bonus for all when they all have the same, so the kernel
     reads no type code), and ``min_score`` less the margin (as :func:`_ranked_walk` cuts)."""
+    # made once per pass and view (the same numbers each time): a pass asked ~4 times, each
+    # a list of bonuses and a NumPy array made
+    key = (view, len(view.type_codes), min_score)
+    held = scorer.ranked
+    if held is not None and held[0] == key:
+        return held[1]  # type: ignore[no-any-return]
     bonus = _type_bonuses(view, scorer)
-    return kernel.Ranking(
+    ranking = kernel.Ranking(
         scorer.now_ts, scorer.per_second, scorer.w_recency, _np().array(bonus), scorer.prior_max,
         -math.inf if min_score is None else min_score - _EPSILON,
     )  # fmt: skip
+    scorer.ranked = (key, ranking)
+    return ranking
 
 
 def _type_bonuses(view: ArrayView, scorer: FastScorer) -> list[float]:

@@ -251,7 +251,7 @@ class _Descriptors:
 
     __slots__ = ("doubles", "ints", "keep", "lists", "members", "memo", "postings")
 
-    def __init__(self, memo: dict[Any, _Members] | None = None) -> None:
+    def __init__(self, memo: dict[Any, Any] | None = None) -> None:
         self.ints, self.doubles, self.members = array("q"), array("d"), array("q")
         self.keep: list[Any] = []
         self.lists = self.postings = 0
@@ -300,22 +300,24 @@ class _Members(NamedTuple):
 
 
 def describe(
-    lists: Sequence[_List], memo: dict[Any, _Members] | None = None
-) -> _Descriptors | None:
+    lists: Sequence[_List], memo: dict[Any, Any] | None = None,
+    given: Sequence[_Members] | None = None,
+) -> _Descriptors | None:  # fmt: skip
     """The descriptors of ``lists``; None when one has a gain the kernel does not know.
 
     ``memo`` keeps each list's member descriptors by its index keys (the buffer addresses of
     its posting lists): it must be dropped whenever a posting changes, like
     ``NamespaceIndex.derived`` (a buffer may move then). Every pass of a recall describes the
     query's own lists again and the feedback pass carries some fifty concepts that come back
-    recall after recall."""
+    recall after recall. ``given``: each list's member descriptors, when the caller has them
+    already (:func:`members_of`; ``memo`` is then not read)."""
     described = _Descriptors(memo)
     # one loop over the lists, the integers and doubles gathered in lists and packed once: a
     # method and three array calls per list were ~3 us of its ~25 per pass
     ints: list[int] = []
     doubles: list[float] = []
     extend, hold, postings = described.members.extend, described.keep.append, 0
-    for signal, _, members, gain, keys in lists:
+    for i, (signal, _, members, gain, keys) in enumerate(lists):
         kind = _GAIN_KINDS.get(type(gain)) or _gain_kind(gain)
         if kind == 1:  # BM25
             ints += (_SIGNALS[signal], 1, len(members), -1)
@@ -326,18 +328,26 @@ def describe(
             doubles += (value, special_value, 0.0, 0.0, 0.0)
         else:
             return None
-        if memo is None or not keys or len(keys) != len(members):
-            held = _Members.of(members)
-        else:
-            held = memo.get(keys)  # type: ignore[assignment]
-            if held is None:
-                held = memo[keys] = _Members.of(members)
+        held = members_of(members, keys, memo) if given is None else given[i]
         extend(held.members)
         postings += held.postings
         hold(held)  # its buffers
     described.ints, described.doubles = array("q", ints), array("d", doubles)
     described.lists, described.postings = len(lists), postings
     return described
+
+
+def members_of(
+    postings: Sequence[Postings], keys: Sequence[Any], memo: dict[Any, Any] | None
+) -> _Members:
+    """The member descriptors of one list's ``postings`` (index keys ``keys``), from ``memo``
+    when it has them (see :func:`describe`), else made (and kept there)."""
+    if memo is None or not keys or len(keys) != len(postings):
+        return _Members.of(postings)
+    held: _Members | None = memo.get(keys)
+    if held is None:
+        held = memo[keys] = _Members.of(postings)
+    return held
 
 
 _GAIN_KINDS = {_TermGain: 1, _Gain: 2}  # a list's gain class -> its kind (0: the kernel's none)
@@ -524,11 +534,11 @@ def rank(view: ArrayView, slots: Any, evidence: Any, skip: Any, by: Ranking, m: 
         KernelError: arrays of other types or lengths, a slot outside the view, or a type code
             without a bonus.
     """
-    m, params = max(0, min(int(m), len(slots))), _params(by)
+    m, packed = max(0, min(int(m), len(slots))), _params(by)
     seqs, keys = array("q", bytes(8 * m)), array("d", bytes(8 * m))
     found = _checked(
         _library().cm_rank(
-            *_scored(view, slots, evidence, skip, by, params), m, seqs.buffer_info()[0],
+            *_scored(view, slots, evidence, skip, by, packed), m, seqs.buffer_info()[0],
             keys.buffer_info()[0],
         )
     )  # fmt: skip
@@ -543,14 +553,14 @@ def priors(view: ArrayView, slots: Any, by: Ranking) -> Any:
     Raises:
         KernelError: a slot outside the view, or a type code without a bonus.
     """
-    n, params = len(slots), _params(by)
-    prior = view.scratch().np.empty(n)
-    _, updated, type_code = view.scratch().prior_addresses(view)
+    n, packed = len(slots), _params(by)
+    scratch = view.scratch()
+    prior = scratch.np.empty(n)
+    _, updated, type_code = scratch.prior_addresses(view)
     _checked(
         _library().cm_priors(
             n, _address(slots, "<i8"), _prior_size(view), updated, type_code,
-            _address(by.type_bonus, "<f8"), len(by.type_bonus), params.buffer_info()[0],
-            _data(prior),
+            packed.bonus, len(by.type_bonus), packed.address, _data(prior),
         )
     )  # fmt: skip
     return prior
@@ -576,14 +586,14 @@ def bounds(view: ArrayView, slots: Any, evidence: Any, skip: Any, by: Ranking, m
         KernelError: arrays of other types or lengths, a slot outside the view, or a type code
             without a bonus.
     """
-    n, params = len(slots), _params(by)
+    n, packed = len(slots), _params(by)
     m = max(0, min(int(m), n))
     np = view.scratch().np
     prior, lower = np.empty(n), np.empty(n)
     seqs, keys = array("q", bytes(8 * m)), array("d", bytes(8 * m))
     found = _checked(
         _library().cm_bounds(
-            *_scored(view, slots, evidence, skip, by, params), m, _data(prior), _data(lower),
+            *_scored(view, slots, evidence, skip, by, packed), m, _data(prior), _data(lower),
             seqs.buffer_info()[0], keys.buffer_info()[0],
         )
     )  # fmt: skip
@@ -591,25 +601,46 @@ def bounds(view: ArrayView, slots: Any, evidence: Any, skip: Any, by: Ranking, m
 
 
 def _scored(
-    view: ArrayView, slots: Any, evidence: Any, skip: Any, by: Ranking, params: array[float]
+    view: ArrayView, slots: Any, evidence: Any, skip: Any, by: Ranking, packed: _Packed
 ) -> tuple[Any, ...]:
     """The arguments :func:`rank` and :func:`bounds` pass first, checked: the rows, the view's
-    per-slot arrays, the type bonuses of ``by`` and the address of ``params`` (its numbers, see
-    :func:`_params`; the caller keeps it alive while C reads it)."""
+    per-slot arrays, the type bonuses of ``by`` and the address of its numbers (``packed``,
+    from :func:`_params`; the caller keeps it alive while C reads it)."""
     n = len(slots)
     if len(evidence) != n or len(skip) != n:
         raise KernelError(f"{n} slots but {len(evidence)} evidence values, {len(skip)} flags")
     seq_at, updated, type_code = view.scratch().prior_addresses(view)
     return (
         n, _address(evidence, "<f8"), _address(skip, "|b1"), _address(slots, "<i8"),
-        _prior_size(view), seq_at, view.seq_base, updated, type_code,
-        _address(by.type_bonus, "<f8"), len(by.type_bonus), params.buffer_info()[0],
+        _prior_size(view), seq_at, view.seq_base, updated, type_code, packed.bonus,
+        len(by.type_bonus), packed.address,
     )  # fmt: skip
 
 
-def _params(by: Ranking) -> array[float]:
-    """``by``'s numbers as :func:`rank` and :func:`bounds` pass them (``RANK_DOUBLES``)."""
-    return array("d", (by.now_ts, -by.per_second, by.w_recency, by.prior_max, by.cut))
+class _Packed(NamedTuple):
+    """A :class:`Ranking`'s numbers as :func:`rank`, :func:`bounds` and :func:`priors` pass
+    them (``RANK_DOUBLES``), their address and that of its type bonuses (checked)."""
+
+    by: Ranking
+    numbers: array[float]  # kept alive while C reads them: hold this tuple across the call
+    address: int
+    bonus: int
+
+
+_last_packed: _Packed | None = None  # what _params packed last
+
+
+def _params(by: Ranking) -> _Packed:
+    """``by`` packed for the kernel: once per Ranking (``arrays._ranking`` gives a pass's
+    calls the same one), not once per call (an array made and a NumPy array checked each)."""
+    global _last_packed
+    held = _last_packed
+    if held is None or held.by is not by:
+        numbers = array("d", (by.now_ts, -by.per_second, by.w_recency, by.prior_max, by.cut))
+        held = _last_packed = _Packed(
+            by, numbers, numbers.buffer_info()[0], _address(by.type_bonus, "<f8")
+        )
+    return held
 
 
 def _top(seqs: array[int], keys: array[float], found: int) -> Top:
@@ -659,8 +690,7 @@ def keep(
 
 def _address(held: Any, dtype: str) -> int:
     """The address of a contiguous NumPy array of ``dtype`` (its ``dtype.str``)."""
-    kind = held.dtype  # NumPy's own dtype objects are asked first: .str makes a string
-    if (kind is not _DTYPES.get(dtype) and kind.str != dtype) or not held.flags.c_contiguous:
+    if not _is(held, dtype) or not held.flags.c_contiguous:
         got = f"{'a' if held.flags.c_contiguous else 'a strided'} {held.dtype.str} one"
         raise KernelError(f"the kernel takes a contiguous {dtype} array, not {got}")
     return _data(held)
@@ -715,20 +745,30 @@ def _refined(
     """The base's address (None: no refining), the rest bounds (kept alive by the caller), the
     cut and the first list of :class:`Refine`, checked against the candidates and lists."""
     if refine is None:
-        return None, array("d", [0.0]), 0.0, 0
+        return None, _NO_REST, 0.0, 0
     base = refine.base
-    if given < 0 or base.dtype.str != "<f8" or not base.flags.c_contiguous or len(base) != given:
+    if given < 0 or not _is(base, "<f8") or not base.flags.c_contiguous or len(base) != given:
         raise KernelError("refining takes a contiguous float64 base per candidate")
     if len(refine.rest) < lists + 1 or refine.start < 0:
         raise KernelError(f"refining {lists} lists takes {lists + 1} rest bounds and a start >= 0")
     return _data(base), array("d", refine.rest), float(refine.cut), int(refine.start)
 
 
+_NO_REST = array("d", [0.0])  # what a call without refining passes (C reads it only refining)
+
+
+def _is(held: Any, dtype: str) -> bool:
+    """Whether a NumPy array's type is ``dtype`` (its ``dtype.str``): NumPy's own dtype object
+    compared first (``.str`` makes a string, ~0.8 us)."""
+    kind = held.dtype
+    return kind is _DTYPES.get(dtype) or kind.str == dtype
+
+
 def _int64s(arrays: tuple[Any, Any], count: int) -> tuple[int, int]:
     """The addresses of two contiguous int64 arrays of ``count`` items each."""
     addresses = []
     for held in arrays:
-        if held.dtype.str != "<i8" or not held.flags.c_contiguous or len(held) != count:
+        if not _is(held, "<i8") or not held.flags.c_contiguous or len(held) != count:
             raise KernelError("candidates must be two contiguous int64 arrays of equal length")
         addresses.append(_data(held))
     return addresses[0], addresses[1]

@@ -25,6 +25,7 @@ from .scoring import RULES, bm25_idf, bm25_term, saturate
 from .text import _C as _textc
 
 if TYPE_CHECKING:
+    from .arrays import Selected
     from .config import RecallConfig
     from .ranking import Concept, QueryPlan
 
@@ -344,6 +345,8 @@ class FastScorer:
         self.prior_max = self.w_recency + max([0.0, *self.type_bonus.values()]) + bonus_max
         self._priors: dict[int, float] = {} if priors is None else priors
         self._bonuses: dict[int, float] = {} if bonuses is None else bonuses
+        # (key, kernel.Ranking) of arrays._ranking: its last, kept for the pass's next asks
+        self.ranked: tuple[Any, Any] | None = None
 
     @staticmethod
     def usable(cfg: RecallConfig) -> bool:
@@ -563,9 +566,7 @@ def gather(
     lists.sort(key=lambda lst: -lst.bound)  # stable: equal bounds keep the plan's order
     run = _Pass(cfg, k, scorer, scorer.prior_max if scorer is not None else 0.0, admitted)
     if scorer is not None and _use_arrays(index, cfg):
-        from .arrays import select
-
-        chosen = select(
+        chosen: Selected = _arrays_module().select(
             index, lists, cfg, scorer, k=k, admitted=admitted, min_score=min_score, memo=memo,
             floor=floor,
         )  # fmt: skip
@@ -623,6 +624,20 @@ def _worth_checking(run: _Pass, lst: _List) -> bool:
 
 def _use_arrays(index: NamespaceIndex, cfg: RecallConfig) -> bool:
     """The vectorized selection is exact where pruning is, and pays off in large namespaces."""
-    from . import arrays
-
+    arrays = _arrays_module()
     return len(index) >= arrays.ARRAY_MIN_MEMORIES and can_prune(cfg) and arrays.usable()
+
+
+_arrays: Any = None  # the arrays module, once imported (see _arrays_module)
+
+
+def _arrays_module() -> Any:
+    """:mod:`.arrays`, imported on first use (it imports this module): ``from . import
+    arrays`` in a function runs importlib's ``_handle_fromlist`` in Python at every call, and
+    a recall asked three times (~1% of its samples at 100k, py-spy)."""
+    global _arrays
+    if _arrays is None:
+        from . import arrays
+
+        _arrays = arrays
+    return _arrays

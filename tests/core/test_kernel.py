@@ -1179,3 +1179,102 @@ def test_the_views_seq_base_ranks_as_its_maps_do_bit_for_bit(
     finally:
         view.seq_base = base
     assert_same(mapped, ranked(cm, text, k, False))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=SEEDS, query=QUERIES, carried=st.integers(0, 999))
+def test_units_count_postings_by_member_descriptors_as_by_list_lengths(
+    seed: int, query: list[str], carried: int
+) -> None:
+    """``arrays._units`` counts a list's postings by its member descriptors (memoized), which
+    it hands to ``kernel.describe``: the same order and units as counting the lists' lengths,
+    and the same descriptors as describing the ordered lists afresh."""
+    cm = _store(seed % 3, 300)
+    index = cm._indexes["default"]
+    plan = plan_query(" ".join(query), index, cm.aliases)
+    lists = topk.RecallMemo().lists(index, plan, cm.config) + _carried(cm, random.Random(carried))
+    memo: dict[Any, Any] = {}
+    for _ in range(2):  # the memo made, then read
+        ordered, units, members = arrays._units(lists, memo)
+        sizes = [sum(map(len, lst.postings)) for lst in ordered]
+        own = [lst for lst in lists if lst.signal != "session" and sum(map(len, lst.postings))]
+        ses = [lst for lst in lists if lst.signal == "session" and sum(map(len, lst.postings))]
+        assert sorted(map(id, ordered)) == sorted(map(id, own + ses))
+        assert [u for u, _ in units] == sorted(u for u, _ in units)  # shortest unit first
+        assert sum(u for u, _ in units) == sum(sizes)
+        assert [m.postings for m in members] == sizes
+        fresh, given = kernel.describe(ordered), kernel.describe(ordered, memo, members)
+        assert fresh is not None and given is not None
+        assert (given.ints, given.doubles, given.lists, given.postings) == (
+            fresh.ints, fresh.doubles, fresh.lists, fresh.postings
+        )  # fmt: skip
+        # the members' addresses differ where a one-posting list's buffers are made on the
+        # spot: what they describe is the same
+        seqs = list(index.docs)
+        lengths = [index.docs[seq].length for seq in seqs]
+        expected = kernel.evidence(fresh, range(fresh.lists), seqs, lengths)
+        assert kernel.evidence(given, range(given.lists), seqs, lengths) == expected
+
+
+@pytest.mark.parametrize("count", [0, 1, 5000, 9000, 3])
+def test_positions_are_a_read_only_arange(count: int) -> None:
+    """The kernel's row positions are ``np.arange(count)`` that no caller can write into (one
+    array serves every call)."""
+    np = arrays._np()
+    held = arrays._positions(count)
+    assert held.dtype == np.arange(1).dtype and held.tolist() == list(range(count))
+    assert not held.flags.writeable
+    with pytest.raises(ValueError):
+        held[:1] = 7
+
+
+def test_a_ranking_is_packed_once_and_each_new_one_again() -> None:
+    """``kernel._params`` packs a Ranking's numbers once and gives the pack back while it is
+    asked the same Ranking; another (even with equal numbers) is packed anew, and a type bonus
+    array the kernel cannot read is refused."""
+    np = arrays._np()
+    by = kernel.Ranking(100.0, 0.5, 0.3, np.array([0.0, 0.2]), 1.3, -math.inf)
+    packed = kernel._params(by)
+    assert kernel._params(by) is packed and packed.by is by
+    assert list(packed.numbers) == [100.0, -0.5, 0.3, 1.3, -math.inf]
+    assert packed.address == packed.numbers.buffer_info()[0]
+    assert packed.bonus == by.type_bonus.ctypes.data
+    again = kernel.Ranking(*by)
+    assert kernel._params(again) is not packed and kernel._params(again).by is again
+    with pytest.raises(kernel.KernelError, match="contiguous"):
+        kernel._params(by._replace(type_bonus=np.array([1, 2])))
+
+
+def test_a_pass_asks_its_kernel_ranking_once() -> None:
+    """``arrays._ranking`` gives a scorer the same Ranking for the same view and cut (the
+    kernel packs it once), and a new one for another cut or once the view has a new type."""
+    cm = _store(0, 300)
+    index = cm._indexes["default"]
+    view = arrays.view_of(index)
+    scorer = topk.FastScorer(cm.config, index.docs, T0, lambda seq: 0)
+    first = arrays._ranking(view, scorer, None)
+    assert arrays._ranking(view, scorer, None) is first
+    cut = arrays._ranking(view, scorer, 0.5)
+    assert cut is not first and cut.cut == 0.5 - arrays._EPSILON and first.cut == -math.inf
+    view.type_codes.setdefault("a type never seen", len(view.type_codes))
+    assert arrays._ranking(view, scorer, 0.5) is not cut
+
+
+def test_member_descriptors_are_memoized_by_their_keys() -> None:
+    """``kernel.members_of`` keeps a list's descriptors in the memo by its keys and gives the
+    ones made first for equal keys; without a memo it makes them anew, describing the same
+    postings."""
+    cm = _store(1, 300)
+    index = cm._indexes["default"]
+    cues = sorted(index.postings("cue"))[:2]
+    keys = tuple(("cue", cue) for cue in cues)
+    postings = tuple(index.postings("cue")[cue] for cue in cues)
+    memo: dict[Any, Any] = {}
+    first = kernel.members_of(postings, keys, memo)
+    assert memo == {keys: first}
+    assert kernel.members_of(postings, tuple(list(keys)), memo) is first
+    fresh = kernel.members_of(postings, keys, None)  # no memo: made anew
+    assert fresh is not first
+    assert (fresh.members[1::5], fresh.members[2::5], fresh.postings) == (
+        first.members[1::5], first.members[2::5], first.postings
+    )  # fmt: skip
