@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from cuemap_integrations import CueMap, arrays, kernel, topk
@@ -184,14 +184,17 @@ def test_the_kernels_exact_evidence_is_the_python_pass_sums_bit_for_bit(
     assert exact == reference.ev  # every signal's sums, the same floats, the same memories
 
 
-def _dense_sums(cm: CueMap, lists: list[_List], block: int) -> tuple[list[float], ...]:
+def _dense_sums(
+    cm: CueMap, lists: list[_List], block: int,
+    weights: tuple[float, ...] = (1.0, 0.7, 0.4, 0.6, 2.0, 0.5),
+) -> tuple[list[Any], ...]:  # fmt: skip
     """Every memory the lists reach, with its kernel sums, summed ``block`` seqs at a time."""
     view = arrays.view_of(cm._indexes["default"])
     described = kernel.describe(lists)
     assert described is not None
     with pytest.MonkeyPatch.context() as patch, view.scratch().lock:
         patch.setattr(kernel, "BLOCK_SEQS", block)
-        found = kernel.accumulate(view, described, (1.0, 0.7, 0.4, 0.6, 2.0, 0.5))
+        found = kernel.accumulate(view, described, weights)
         sums = (found.slots, found.evidence, found.jump, found.tag_only)
         return tuple(values.tolist() for values in sums)
 
@@ -216,6 +219,64 @@ def test_dense_sums_block_by_block_are_the_whole_lists_sums_bit_for_bit(
     lists = topk.RecallMemo().lists(index, plan, cm.config) + _carried(cm, rnd)
     whole = _dense_sums(cm, lists, 1 << 40)  # one block: each list added whole
     assert _dense_sums(cm, lists, block) == whole  # the same slots, the same floats
+    assert not arrays.view_of(index).scratch().cells.any()
+
+
+def _tag_lists(cm: CueMap, rnd: random.Random) -> list[_List]:
+    """Tag lists of random cue concepts (constant gains): a memory only they reach is tag-only
+    (unless a session list reaches it too)."""
+    index = cm._indexes["default"]
+    cues = sorted(index.postings("cue"))
+    out = []
+    for _ in range(rnd.randint(0, 3)):
+        keys = tuple(("cue", cue) for cue in rnd.sample(cues, rnd.randint(1, 2)))
+        gain = rnd.uniform(0.1, 2.0)
+        postings = tuple(index.postings("cue")[cue] for _, cue in keys)
+        out.append(_List("tag", gain, postings, arrays._Gain(gain), keys))
+    return out
+
+
+def _reference_sums(cm: CueMap, lists: list[_List]) -> tuple[list[Any], ...]:
+    """What the kernel's dense call gives (slots, evidence, jump, tag-only), from NumPy's raw
+    per-memory sums (arrays._dense: linear, session, lists matched and tagged) with the kernel's
+    evidence_of arithmetic in Python (math.exp is libm's exp, as C's)."""
+    view, cfg = arrays.view_of(cm._indexes["default"]), cm.config
+    w_session, cap, only = cfg.weights["session"], cfg.session_saturation, cfg.session_only_factor
+    entries = arrays._entries(view, lists, topk.RecallMemo())
+    reached, sums, positions = arrays._dense(view, entries, cfg)
+    rows: list[tuple[float, float, bool]] = []
+    for at in positions.tolist():
+        linear, matched = float(sums.linear[at]), int(sums.matched[at])
+        session = 0.0 if sums.session is None else float(sums.session[at])
+        tagged = 0 if sums.tagged is None else int(sums.tagged[at])
+        score, jump = linear, 0.0
+        if w_session != 0.0 and session > 0:
+            boost = w_session * (cap * (1.0 - math.exp(-session / cap)))
+            score += boost * (1.0 if matched > 0 else only)
+            jump = 0.0 if matched > 0 else boost * (1.0 - only)
+        rows.append((score, jump, tagged > 0 and matched == tagged and session == 0))
+    return reached.tolist(), *(list(column) for column in zip(*rows, strict=True))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=SEEDS, query=QUERIES, block=st.sampled_from([7, 1 << 40]))
+def test_dense_sums_are_numpys_raw_sums_scored_bit_for_bit(
+    seed: int, query: list[str], block: int
+) -> None:
+    # what the kernel's cells keep of a memory (however laid out) must score as NumPy's raw
+    # sums do: every memory's evidence, jump and tag-only flag, the same floats (session-only,
+    # tag-only, tag and session, and plain memories)
+    cm, rnd = _store(seed % 3, 300), random.Random(seed)
+    index = cm._indexes["default"]
+    plan = plan_query(" ".join(query), index, cm.aliases)
+    lists = topk.RecallMemo().lists(index, plan, cm.config) + _tag_lists(cm, rnd)
+    lists += _carried(cm, rnd)
+    rnd.shuffle(lists)
+    assume(lists)
+    cfg = cm.config
+    weights = (*(cfg.weights[s] for s in ("cue", "tag", "content", "session")),
+               cfg.session_saturation, cfg.session_only_factor)  # fmt: skip
+    assert _dense_sums(cm, lists, block, weights) == _reference_sums(cm, lists)
     assert not arrays.view_of(index).scratch().cells.any()
 
 
@@ -577,6 +638,44 @@ def test_held_sums_are_reset_by_any_other_call_and_resumed_only_when_held() -> N
         kernel.accumulate(view, described, weights, lists=1, hold=True)
         dense = kernel.accumulate(view, described, weights)  # resets, then sums every list
         assert len(dense.slots) == len(order) and scratch.held is None
+    assert not scratch.cells.any() and not scratch.bits.any()
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=SEEDS, query=QUERIES, taken=st.integers(1, 8))
+def test_a_held_calls_sums_never_reach_a_call_that_does_not_resume_them(
+    seed: int, query: list[str], taken: int
+) -> None:
+    # what a held call leaves in the scratch (session sums included: a layout keeping them
+    # apart from the cells must reset them too) is reset before any call that does not resume
+    # it, whatever the view's size against the scratch's: those calls get a fresh scratch's sums
+    cm, rnd = _store(seed % 3, 300), random.Random(seed)
+    index = cm._indexes["default"]
+    plan = plan_query(" ".join(query), index, cm.aliases)
+    lists = topk.RecallMemo().lists(index, plan, cm.config) + _carried(cm, rnd)
+    lists += _tag_lists(cm, rnd)
+    rnd.shuffle(lists)
+    described = kernel.describe(lists)
+    assume(described is not None and lists)
+    assert described is not None
+    view, np = arrays.view_of(index), arrays._np()
+    scratch, weights = view.scratch(), (1.0, 0.7, 0.4, 0.6, 2.0, 0.5)
+
+    def sums(**given: Any) -> tuple[list[Any], ...]:
+        found = kernel.accumulate(view, described, weights, **given)
+        return tuple(v.tolist() for v in (found.slots, found.evidence, found.jump, found.tag_only))
+
+    with scratch.lock:
+        dense = sums()
+        cand = np.array(dense[0][::3], dtype=np.int64)
+        alone = sums(cand=(cand, view.seq_at[cand].astype(np.int64)))
+        sums(lists=taken, hold=True)
+        assert sums(cand=(cand, view.seq_at[cand].astype(np.int64))) == alone
+        sums(lists=taken, hold=True)
+        assert sums() == dense
+        sums(lists=taken, hold=True)
+        scratch.reset()
+    assert scratch.size > view.size  # the scratch has slots to spare
     assert not scratch.cells.any() and not scratch.bits.any()
 
 
