@@ -258,6 +258,18 @@ def _reference_sums(cm: CueMap, lists: list[_List]) -> tuple[list[Any], ...]:
     return reached.tolist(), *(list(column) for column in zip(*rows, strict=True))
 
 
+def _mixed_lists(seed: int, query: list[str]) -> tuple[Any, Any, list[Any]]:
+    """A store of 300 memories (by ``seed``), its index, and the query's lists with tag and
+    carried (session) lists added, shuffled: every kind of list the kernel sums."""
+    cm, rnd = _store(seed % 3, 300), random.Random(seed)
+    index = cm._indexes["default"]
+    plan = plan_query(" ".join(query), index, cm.aliases)
+    lists = topk.RecallMemo().lists(index, plan, cm.config) + _tag_lists(cm, rnd)
+    lists += _carried(cm, rnd)
+    rnd.shuffle(lists)
+    return cm, index, lists
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=SEEDS, query=QUERIES, block=st.sampled_from([7, 1 << 40]))
 def test_dense_sums_are_numpys_raw_sums_scored_bit_for_bit(
@@ -266,12 +278,7 @@ def test_dense_sums_are_numpys_raw_sums_scored_bit_for_bit(
     # what the kernel's cells keep of a memory (however laid out) must score as NumPy's raw
     # sums do: every memory's evidence, jump and tag-only flag, the same floats (session-only,
     # tag-only, tag and session, and plain memories)
-    cm, rnd = _store(seed % 3, 300), random.Random(seed)
-    index = cm._indexes["default"]
-    plan = plan_query(" ".join(query), index, cm.aliases)
-    lists = topk.RecallMemo().lists(index, plan, cm.config) + _tag_lists(cm, rnd)
-    lists += _carried(cm, rnd)
-    rnd.shuffle(lists)
+    cm, index, lists = _mixed_lists(seed, query)
     assume(lists)
     cfg = cm.config
     weights = (*(cfg.weights[s] for s in ("cue", "tag", "content", "session")),
@@ -649,12 +656,7 @@ def test_a_held_calls_sums_never_reach_a_call_that_does_not_resume_them(
     # what a held call leaves in the scratch (session sums included: a layout keeping them
     # apart from the cells must reset them too) is reset before any call that does not resume
     # it, whatever the view's size against the scratch's: those calls get a fresh scratch's sums
-    cm, rnd = _store(seed % 3, 300), random.Random(seed)
-    index = cm._indexes["default"]
-    plan = plan_query(" ".join(query), index, cm.aliases)
-    lists = topk.RecallMemo().lists(index, plan, cm.config) + _carried(cm, rnd)
-    lists += _tag_lists(cm, rnd)
-    rnd.shuffle(lists)
+    cm, index, lists = _mixed_lists(seed, query)
     described = kernel.describe(lists)
     assume(described is not None and lists)
     assert described is not None
