@@ -104,8 +104,7 @@ def _updated_stamp(record: MemoryRecord, stamp: float | datetime) -> float:
     return record.updated_at.timestamp()
 
 
-@contextmanager
-def _cycle_collection_paused(*, promote: bool = True) -> Iterator[None]:
+class _cycle_collection_paused:  # noqa: N801  # used as a function, like contextlib's
     """Pause Python's cyclic garbage collector for one batch of writes (or one recall).
 
     A batch allocates hundreds of thousands of dicts, tuples and lists that live on in the
@@ -126,15 +125,26 @@ def _cycle_collection_paused(*, promote: bool = True) -> Iterator[None]:
     temporaries, freed by the time it returns, so the young count is back near where it was
     and the collections they would have started mid-recall (~2% of its time at 100k: young
     generations holding its lists, tuples and plans) do not happen at all.
+
+    A class, not a generator-based context manager: a recall enters it every time, and the
+    generator's machinery was ~1% of a recall at 100k memories.
     """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        if promote and gc.get_freeze_count() == 0:
+
+    __slots__ = ("paused", "promote")
+
+    def __init__(self, *, promote: bool = True) -> None:
+        self.promote = promote
+        self.paused = False
+
+    def __enter__(self) -> None:
+        if gc.isenabled():  # if it was already off, it stays off
+            gc.disable()
+            self.paused = True
+
+    def __exit__(self, *exc: object) -> None:
+        if not self.paused:
+            return
+        if self.promote and gc.get_freeze_count() == 0:
             gc.freeze()
             gc.unfreeze()
         gc.enable()
@@ -935,19 +945,11 @@ class CueMap:
             types=types, sources=sources, since=since, until=until,
             include_expired=include_expired, include_superseded=include_superseded,
         )  # fmt: skip
-        # _cycle_collection_paused(promote=False) written out (see there: the recall's
-        # temporaries): the generator-based context manager was ~1% of a recall at 100k
-        paused = gc.isenabled()
-        if paused:
-            gc.disable()
-        try:
+        with _cycle_collection_paused(promote=False):  # see there: the recall's temporaries
             return self._recall(
                 query, k=k, namespace=namespace, extra_cues=extra_cues, min_score=min_score,
                 explain=explain, extend=hybrid is not False, filters=filters,
             )  # fmt: skip
-        finally:
-            if paused:
-                gc.enable()
 
     def _recall(
         self,
