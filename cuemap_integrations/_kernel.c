@@ -108,11 +108,29 @@ static double value_at(const void *values, int64_t type, int64_t i) {
     }
 }
 
-/* BM25 gain of a posting with term frequency tf in a memory of length len. */
-static double term_gain(const double *ld, double tf, double len) {
-    double k1 = ld[L_K1], b = ld[L_B], avg = ld[L_AVG];
-    double norm = avg > 0 ? k1 * (1.0 - b + b * len / avg) : k1;
-    return ld[L_VALUE] * (tf * (k1 + 1.0) / (tf + norm));
+/* A list's gain constants (its doubles), with the parts of term_gain that do not depend on
+ * the posting (1 - b, k1 + 1) computed once a list instead of once a posting: the same
+ * operations on the same values, so the same floats. */
+typedef struct {
+    double value, special_value, k1, k1_plus_1, b, one_less_b, avg;
+} Gain;
+
+static Gain gain_of(const double *ld) {
+    Gain g = {ld[L_VALUE], ld[L_SPECIAL_VALUE], ld[L_K1], ld[L_K1] + 1.0,
+              ld[L_B],     1.0 - ld[L_B],       ld[L_AVG]};
+    return g;
+}
+
+/* BM25 gain of a posting with term frequency tf in a memory of length len:
+ * value * (tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avg))), k1 alone when avg <= 0. */
+static inline double term_gain(const Gain *g, double tf, double len) {
+    double norm = g->avg > 0 ? g->k1 * (g->one_less_b + g->b * len / g->avg) : g->k1;
+    return g->value * (tf * g->k1_plus_1 / (tf + norm));
+}
+
+/* A constant gain list's gain of seq: its special value for its special seq. */
+static inline double constant_gain(const Gain *g, int64_t special, int64_t seq) {
+    return seq == special ? g->special_value : g->value;
 }
 
 static int check_member(const int64_t *mi) {
@@ -152,7 +170,7 @@ typedef struct {
     int session, tag; /* its signal */
     int64_t special;  /* the seq with the special constant gain, or -1 */
     double weight;    /* its signal's weight (1: session sums are raw) */
-    const double *ld; /* its doubles */
+    Gain gain;        /* its doubles */
     const void *seqs, *values;
     int64_t width, vtype;
 } List;
@@ -161,7 +179,7 @@ static List list_of(int32_t list, const int64_t *li, const double *ld, const dou
                     const int64_t *mi) {
     List l = {list, li[L_GAIN] == GAIN_TERM, li[L_SIGNAL] == SIG_SESSION,
               li[L_SIGNAL] == SIG_TAG, li[L_GAIN] == GAIN_CONSTANT ? li[L_SPECIAL] : -1,
-              li[L_SIGNAL] == SIG_SESSION ? 1.0 : w[li[L_SIGNAL]], ld,
+              li[L_SIGNAL] == SIG_SESSION ? 1.0 : w[li[L_SIGNAL]], gain_of(ld),
               (const void *)(intptr_t)mi[M_SEQS], (const void *)(intptr_t)mi[M_VALUES],
               mi[M_WIDTH], mi[M_VALUE_TYPE]};
     return l;
@@ -187,8 +205,8 @@ static void add_posting(Scratch *s, const List *l, int64_t i, int64_t seq, int64
     Cell *c = s->cells + slot;
     if (c->mark == l->list + 1) return; /* a concept counts a memory once */
     c->mark = l->list + 1;
-    double gain = l->term ? term_gain(l->ld, value_at(l->values, l->vtype, i), length[slot])
-                          : (seq == l->special ? l->ld[L_SPECIAL_VALUE] : l->ld[L_VALUE]);
+    double gain = l->term ? term_gain(&l->gain, value_at(l->values, l->vtype, i), length[slot])
+                          : constant_gain(&l->gain, l->special, seq);
     ADD_GAIN(c, l, gain);
 }
 
@@ -212,9 +230,12 @@ static uint64_t *seq_marks(int64_t n, const int64_t *seqs, int64_t n_seqs) {
  * negative code. */
 static int64_t add_marked(Scratch *s, const List *l, int64_t count, const uint64_t *marks,
                           const SeqMap *map, const double *length) {
+    /* in locals: add_posting's stores may change them as far as the compiler knows */
+    const void *seqs = l->seqs;
+    const int64_t width = l->width, n_seqs = map->n_seqs;
     for (int64_t i = 0; i < count; i++) {
-        int64_t seq = seq_at(l->seqs, l->width, i);
-        if (seq < 0 || seq >= map->n_seqs) return E_SEQ;
+        int64_t seq = seq_at(seqs, width, i);
+        if (seq < 0 || seq >= n_seqs) return E_SEQ;
         if (!(marks[seq >> 6] & (UINT64_C(1) << (seq & 63)))) continue;
         int64_t slot = slot_of(map, seq);
         if (slot < 0 || slot >= s->size) return E_SLOT;
@@ -248,36 +269,50 @@ dense_run(Scratch *s, int64_t touched, const List *l, int64_t *at, int64_t count
           const SeqMap *map, const double *length, const int width, const int term,
           const int vtype, const int direct) {
     int64_t i = *at;
-    const double *ld = l->ld;
-    const int32_t mark = l->list + 1;
+    /* the list and the scratch in locals: as far as the compiler knows, the loop's stores to
+     * the cells and bits may change them (an int32_t or uint64_t store may alias their fields),
+     * so it loaded each field again for every posting */
+    const List list = *l;
+    Cell *const cells = s->cells;
+    uint64_t *const bits = s->bits;
+    const int32_t mark = list.list + 1;
     const int64_t *slot_by_seq = map->slot_by_seq, n_seqs = map->n_seqs, base = map->base;
+    const int64_t size = s->size;
+    /* a seq in [lo, lo + span) is below stop, in the map and, with `direct`, at a slot in the
+     * scratch: one unsigned test a posting where there were three (~6 instructions less a
+     * posting, callgrind); a seq outside it is told apart there */
+    const int64_t lo = direct ? base : 0, to_map = stop < n_seqs ? stop : n_seqs;
+    const int64_t hi = direct && size < to_map - base ? base + size : to_map;
+    const uint64_t span = hi > lo ? (uint64_t)hi - (uint64_t)lo : 0;
     for (; i < count; i++) {
         if (!direct && i + 2 * DENSE_AHEAD < count) {
-            int64_t ahead = seq_at(l->seqs, width, i + 2 * DENSE_AHEAD);
+            int64_t ahead = seq_at(list.seqs, width, i + 2 * DENSE_AHEAD);
             if (ahead >= 0 && ahead < n_seqs) __builtin_prefetch(slot_by_seq + ahead);
         }
         if (i + DENSE_AHEAD < count) {
-            int64_t ahead = seq_at(l->seqs, width, i + DENSE_AHEAD);
+            int64_t ahead = seq_at(list.seqs, width, i + DENSE_AHEAD);
             int64_t to = direct ? ahead - base
                                 : (ahead >= 0 && ahead < n_seqs ? slot_by_seq[ahead] : -1);
-            if (to >= 0 && to < s->size) {
-                __builtin_prefetch(s->cells + to, 1);
+            if ((uint64_t)to < (uint64_t)size) { /* 0 <= to < size */
+                __builtin_prefetch(cells + to, 1);
                 if (term) __builtin_prefetch(length + to);
             }
         }
-        int64_t seq = seq_at(l->seqs, width, i);
-        if (seq >= stop) break;
-        if (seq < 0 || seq >= n_seqs) return E_SEQ;
+        int64_t seq = seq_at(list.seqs, width, i);
+        if ((uint64_t)seq - (uint64_t)lo >= span) {
+            if (seq >= stop) break;
+            return seq < 0 || seq >= n_seqs ? E_SEQ : E_SLOT;
+        }
         int64_t slot = direct ? seq - base : slot_by_seq[seq];
-        if (slot < 0 || slot >= s->size) return E_SLOT;
-        Cell *c = s->cells + slot;
+        if (!direct && (uint64_t)slot >= (uint64_t)size) return E_SLOT; /* 0 <= slot < size */
+        Cell *c = cells + slot;
         if (c->mark == mark) continue; /* a concept counts a memory once */
         int32_t first = c->mark == 0;
         c->mark = mark;
-        double gain = term ? term_gain(ld, value_at(l->values, vtype, i), length[slot])
-                           : (seq == l->special ? ld[L_SPECIAL_VALUE] : ld[L_VALUE]);
-        ADD_GAIN(c, l, gain);
-        s->bits[slot >> 6] |= (uint64_t)first << (slot & 63); /* no branch on `first` */
+        double gain = term ? term_gain(&list.gain, value_at(list.values, vtype, i), length[slot])
+                           : constant_gain(&list.gain, list.special, seq);
+        ADD_GAIN(c, &list, gain);
+        bits[slot >> 6] |= (uint64_t)first << (slot & 63); /* no branch on `first` */
         touched += first;
     }
     *at = i;
@@ -451,8 +486,9 @@ static void probe_batched(Scratch *s, const List *l, int64_t count, int64_t n,
 }
 
 /* Cell c's evidence (the score's query-dependent part, arrays.py _evidence) and *jump, what
- * matching the query later would add to it (arrays.py _jump). */
-static double evidence_of(const Cell *c, const Evidence *e, double *jump) {
+ * matching the query later would add to it (arrays.py _jump). Inline: called for every slot a
+ * call emits or refines, the call cost ~20 instructions a slot (callgrind, 100k memories). */
+static inline double evidence_of(const Cell *c, const Evidence *e, double *jump) {
     double score = c->linear;
     *jump = 0.0;
     if (e->w_session != 0.0 && c->session > 0) {
@@ -724,6 +760,30 @@ void cm_reset(int64_t size, Cell *cells, uint64_t *bits) {
 /* How many distinct slots the n_members posting lists reach together (a concept's document
  * frequency), with the same scratch (its bitmap only; left zero). Returns the count or a
  * negative code. */
+/* Set the bits of the slots that the count seqs (of `width` bytes: a constant at each call
+ * site, so a loop per width without a test of it per posting) reach. Returns how many bits
+ * were not set yet, or a negative code. The member's fields come as arguments: read through
+ * its descriptor, each was loaded again after every store to the bitmap (an int64_t may alias
+ * a uint64_t). */
+static inline __attribute__((always_inline)) int64_t
+union_run(const void *seqs, const int width, int64_t count, const int64_t *slot_by_seq,
+          int64_t n_seqs, int64_t size, uint64_t *bits) {
+    int64_t touched = 0;
+    for (int64_t i = 0; i < count; i++) {
+        if (i + ROW_AHEAD < count) {
+            int64_t ahead = seq_at(seqs, width, i + ROW_AHEAD);
+            if (ahead >= 0 && ahead < n_seqs) __builtin_prefetch(slot_by_seq + ahead);
+        }
+        int64_t seq = seq_at(seqs, width, i), slot;
+        if (seq < 0 || seq >= n_seqs) return E_SEQ;
+        if ((slot = slot_by_seq[seq]) < 0 || slot >= size) return E_SLOT;
+        uint64_t bit = UINT64_C(1) << (slot & 63);
+        touched += !(bits[slot >> 6] & bit);
+        bits[slot >> 6] |= bit;
+    }
+    return touched;
+}
+
 int64_t cm_union_size(int64_t n_members, const int64_t *member_ints, const int64_t *slot_by_seq,
                       int64_t n_seqs, int64_t size, Cell *cells, uint64_t *bits) {
     int64_t touched = 0, code = 0;
@@ -732,22 +792,12 @@ int64_t cm_union_size(int64_t n_members, const int64_t *member_ints, const int64
         const int64_t *mi = member_ints + m * MEMBER_INTS;
         const void *seqs = (const void *)(intptr_t)mi[M_SEQS];
         code = check_member(mi);
-        for (int64_t i = 0; code == 0 && i < mi[M_COUNT]; i++) {
-            if (i + ROW_AHEAD < mi[M_COUNT]) {
-                int64_t ahead = seq_at(seqs, mi[M_WIDTH], i + ROW_AHEAD);
-                if (ahead >= 0 && ahead < n_seqs) __builtin_prefetch(slot_by_seq + ahead);
-            }
-            int64_t seq = seq_at(seqs, mi[M_WIDTH], i), slot = -1;
-            if (seq < 0 || seq >= n_seqs) {
-                code = E_SEQ;
-            } else if ((slot = slot_by_seq[seq]) < 0 || slot >= size) {
-                code = E_SLOT;
-            } else {
-                uint64_t bit = UINT64_C(1) << (slot & 63);
-                touched += !(bits[slot >> 6] & bit);
-                bits[slot >> 6] |= bit;
-            }
-        }
+        if (code != 0) break;
+        int64_t got = mi[M_WIDTH] == 4
+                          ? union_run(seqs, 4, mi[M_COUNT], slot_by_seq, n_seqs, size, bits)
+                          : union_run(seqs, 8, mi[M_COUNT], slot_by_seq, n_seqs, size, bits);
+        code = got < 0 ? got : 0;
+        touched += got < 0 ? 0 : got;
     }
     for (int64_t w = 0; w < (size + 63) / 64; w++) bits[w] = 0;
     return code != 0 ? code : touched;
@@ -765,16 +815,17 @@ static void add_evidence(const int64_t *li, const double *ld, const int64_t *mem
                          const int64_t *seqs, const double *lengths, double *o_raw,
                          uint8_t *o_held) {
     int64_t signal = li[L_SIGNAL];
+    Gain g = gain_of(ld);
     for (int64_t c = 0; c < n; c++) {
         for (int64_t m = 0; m < li[L_MEMBERS]; m++) {
             const int64_t *mi = members + m * MEMBER_INTS;
             int64_t at = find_seq(mi, seqs[c]);
             if (at < 0) continue;
             double gain = li[L_GAIN] == GAIN_TERM
-                              ? term_gain(ld, value_at((const void *)(intptr_t)mi[M_VALUES],
+                              ? term_gain(&g, value_at((const void *)(intptr_t)mi[M_VALUES],
                                                        mi[M_VALUE_TYPE], at),
                                           lengths[c])
-                              : (seqs[c] == li[L_SPECIAL] ? ld[L_SPECIAL_VALUE] : ld[L_VALUE]);
+                              : constant_gain(&g, li[L_SPECIAL], seqs[c]);
             o_raw[c * 4 + signal] += gain;
             o_held[c] |= (uint8_t)(1 << signal);
             break;

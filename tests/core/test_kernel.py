@@ -315,12 +315,17 @@ def test_the_scratch_is_left_zeroed_and_no_mirror_is_made() -> None:
     assert not view.lists and view.mirrored == 0  # the kernel reads the index's own buffers
 
 
-def test_union_size_is_the_union_of_the_members() -> None:
-    cm = build(4, 400)
-    by_arrays(cm, "order", 1)
+def _viewed(seed: int, query: str = "order") -> tuple[CueMap, Any, arrays.ArrayView]:
+    """A store of 400 memories (by ``seed``) asked ``query`` once, its index and its view."""
+    cm = build(seed, 400)
+    by_arrays(cm, query, 1)
     index = cm._indexes["default"]
-    view = index.view
-    assert view is not None
+    assert index.view is not None
+    return cm, index, index.view
+
+
+def test_union_size_is_the_union_of_the_members() -> None:
+    _, index, view = _viewed(4)
     keys = (("term", "order"), ("term", "cache"), ("cue", "caroline"), ("term", "order"))
     keys = tuple((kind, key) for kind, key in keys if key in index.postings(kind))
     postings = tuple(index.postings(kind)[key] for kind, key in keys)
@@ -344,6 +349,52 @@ def test_input_out_of_step_with_the_view_raises_and_leaves_the_scratch_zeroed() 
         view.slot_by_seq[seq], view.seq_base = slot, base
     assert not view.scratch().cells.any() and not view.scratch().bits.any()
     assert_same(by_arrays(cm, "order cache", 3), ranked(cm, "order cache", 3, False))
+
+
+# A direct map (view.seq_base: slot = seq - seq_base) set out of step three ways: the view's
+# attribute, its value from the view and the seqs the query reaches, and the error's words.
+_OUT_OF_STEP = {
+    "a base above every seq": ("seq_base", lambda view, seqs: max(seqs) + 1, "without that slot"),
+    "slots past the view's": ("size", lambda view, seqs: 1, "without that slot"),
+    "a map shorter than the seqs": ("slot_by_seq", lambda view, seqs: view.slot_by_seq[:1], "outside"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(_OUT_OF_STEP))
+def test_a_dense_pass_over_a_direct_map_out_of_step_raises_and_leaves_the_scratch_zeroed(
+    case: str,
+) -> None:
+    """The dense loop tests a posting's seq against one range (below the block's end, in the
+    map, at a slot of the scratch) and tells the three apart only outside it: each mistake
+    still raises its own error."""
+    cm, index, view = _viewed(5, "order cache")
+    assert view.seq_base >= 0  # the map's slots are its seqs less a base
+    name, value, message = _OUT_OF_STEP[case]
+    saved = getattr(view, name)
+    setattr(view, name, value(view, list(index.terms["order"])))
+    try:
+        with pytest.raises(kernel.KernelError, match=message):
+            by_arrays(cm, "order cache", 3, narrow=False)
+    finally:
+        setattr(view, name, saved)
+    assert not view.scratch().cells.any() and not view.scratch().bits.any()
+    assert_same(by_arrays(cm, "order cache", 3), ranked(cm, "order cache", 3, False))
+
+
+def test_union_size_of_a_posting_without_a_slot_raises_and_leaves_the_bitmap_zeroed() -> None:
+    _, index, view = _viewed(4)
+    cue = sorted(index.postings("cue"))[0]
+    postings = (index.postings("term")["order"], index.postings("cue")[cue])
+    seq = max(postings[0])
+    slot = int(view.slot_by_seq[seq])
+    view.slot_by_seq[seq] = -1
+    try:
+        with pytest.raises(kernel.KernelError, match="without that slot"):
+            kernel.union_size(view, postings)
+    finally:
+        view.slot_by_seq[seq] = slot
+    assert not view.scratch().bits.any()
+    assert kernel.union_size(view, postings) == len(set().union(*postings))
 
 
 def test_candidates_that_are_not_the_views_are_refused() -> None:
