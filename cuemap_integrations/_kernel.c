@@ -219,29 +219,57 @@ static uint64_t *seq_marks(int64_t n, const int64_t *seqs, int64_t n_seqs) {
     return marks;
 }
 
-/* Add the postings of one member held by the candidates (`marks`: their seqs, seq_marks).
- * A posting is tested by its seq, in a bitmap of n_seqs / 8 bytes (small enough to stay in
- * the cache), and only a candidate's posting is looked up in the seq -> slot map: testing the
- * slot's bit looked every posting up there first, a read at random (the map is 8 bytes a seq)
- * that missed the cache on most postings of the lists read whole for the candidates (kernel
- * time median x0.86-0.90 at 100k memories, benchmarks/kernel_ab.py both orders). The same
- * postings are added in the same order; a posting of another memory is no longer looked up,
- * so its missing slot is not reported here (as probing never reported it). Returns 0, or a
- * negative code. */
-static int64_t add_marked(Scratch *s, const List *l, int64_t count, const uint64_t *marks,
-                          const SeqMap *map, const double *length) {
+static inline int has_bit(const uint64_t *bits, int64_t i) {
+    return (bits[i >> 6] >> (i & 63)) & 1;
+}
+
+/* Add the postings of one member held by the candidates (`marks`: their seqs, seq_marks;
+ * NULL with a direct map). A posting is tested by its seq, in a bitmap of n_seqs / 8 bytes
+ * (small enough to stay in the cache), and only a candidate's posting is looked up in the
+ * seq -> slot map: testing the slot's bit looked every posting up there first, a read at
+ * random (the map is 8 bytes a seq) that missed the cache on most postings of the lists read
+ * whole for the candidates (kernel time median x0.86-0.90 at 100k memories,
+ * benchmarks/kernel_ab.py both orders). With a direct map (base >= 0) a slot is its seq less
+ * the base, no read: the posting is tested in the scratch's own bitmap, which holds just the
+ * candidates' slots (take_candidates; a slot outside the scratch is no candidate's, theirs are
+ * checked), and no bitmap of the seqs is made and zeroed for the call (n_seqs / 8 bytes: 25 KB
+ * at 100k memories, 250 KB at 1M). The same postings are added in the same order; a posting
+ * of another memory is no longer looked up, so its missing slot is not reported here (as
+ * probing never reported it). Returns 0, or a negative code. */
+static inline __attribute__((always_inline)) int64_t
+marked_run(Scratch *s, const List *l, int64_t count, const uint64_t *marks, const SeqMap *map,
+           const double *length, const int direct) {
     /* in locals: add_posting's stores may change them as far as the compiler knows */
     const void *seqs = l->seqs;
-    const int64_t width = l->width, n_seqs = map->n_seqs;
+    const uint64_t *bits = s->bits;
+    const int64_t width = l->width, n_seqs = map->n_seqs, base = map->base, size = s->size;
+    /* direct: a seq in [base, base + span) is in the map and at a slot of the scratch */
+    const int64_t hi = direct && size < n_seqs - base ? base + size : n_seqs;
+    const uint64_t span = direct && hi > base ? (uint64_t)hi - (uint64_t)base : 0;
     for (int64_t i = 0; i < count; i++) {
-        int64_t seq = seq_at(seqs, width, i);
-        if (seq < 0 || seq >= n_seqs) return E_SEQ;
-        if (!(marks[seq >> 6] & (UINT64_C(1) << (seq & 63)))) continue;
-        int64_t slot = slot_of(map, seq);
-        if (slot < 0 || slot >= s->size) return E_SLOT;
+        int64_t seq = seq_at(seqs, width, i), slot;
+        if (direct) {
+            if ((uint64_t)seq - (uint64_t)base >= span) {
+                if (seq < 0 || seq >= n_seqs) return E_SEQ;
+                continue; /* a slot outside the scratch: no candidate's */
+            }
+            slot = seq - base;
+            if (!has_bit(bits, slot)) continue;
+        } else {
+            if (seq < 0 || seq >= n_seqs) return E_SEQ;
+            if (!has_bit(marks, seq)) continue;
+            slot = map->slot_by_seq[seq];
+            if (slot < 0 || slot >= size) return E_SLOT;
+        }
         add_posting(s, l, i, seq, slot, length);
     }
     return 0;
+}
+
+static int64_t add_marked(Scratch *s, const List *l, int64_t count, const uint64_t *marks,
+                          const SeqMap *map, const double *length) {
+    return map->base >= 0 ? marked_run(s, l, count, marks, map, length, 1)
+                          : marked_run(s, l, count, marks, map, length, 0);
 }
 
 /* How far ahead dense_run prefetches: a posting's cell and length DENSE_AHEAD postings ahead,
@@ -616,11 +644,13 @@ static int64_t add_candidates(Scratch *s, int64_t first, int64_t n_lists,
                 probe_batched(s, &list, count, c->n, c->slots, c->seqs, length);
             } else if (count > 8 * c->n) {
                 probe_member(s, &list, count, c->n, c->slots, c->seqs, length);
-            } else if (!marks && !(marks = seq_marks(c->n, c->seqs, map->n_seqs))) {
+            } else if (map->base < 0 && !marks &&
+                       !(marks = seq_marks(c->n, c->seqs, map->n_seqs))) {
                 code = E_MEMORY;
             } else {
-                /* the candidates refining dropped since the marks were made are still marked:
-                 * their cells get sums no one reads (they are not emitted), as before */
+                /* the candidates refining dropped since the marks were made (or, with a
+                 * direct map, since their bits were set) are still marked: their cells get
+                 * sums no one reads (they are not emitted), as before */
                 code = add_marked(s, &list, count, marks, map, length);
             }
         }

@@ -519,6 +519,7 @@ def test_candidates_probed_in_long_lists_get_the_dense_sums(
     assert got == {slot: dense[slot] for slot in chosen}
 
 
+@pytest.mark.parametrize("direct", [True, False])
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     share=st.floats(0.15, 1.0),
@@ -526,12 +527,13 @@ def test_candidates_probed_in_long_lists_get_the_dense_sums(
     query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=4),
 )
 def test_candidates_of_lists_read_whole_get_the_dense_sums(
-    long_lists: CueMap, share: float, seed: int, query: list[str]
+    long_lists: CueMap, direct: bool, share: float, seed: int, query: list[str]
 ) -> None:
     """Candidates at least an eighth of every list's postings: each list is read whole and
-    its postings tested against the candidates' seqs (a bitmap by seq, not the slots'), so
-    each candidate gets exactly the dense pass's sums, whatever the candidates' order, and no
-    other memory is written."""
+    its postings tested against the candidates (with a direct map, ``seq_base`` set, in the
+    scratch's bitmap of their slots; else in a bitmap of their seqs, the map read for theirs
+    only), so each candidate gets exactly the dense pass's sums, whatever the candidates'
+    order, and no other memory is written."""
     cm, np = long_lists, pytest.importorskip("numpy")
     index = cm._indexes["default"]
     by_arrays(cm, "alpha", 1)  # the view exists
@@ -548,7 +550,10 @@ def test_candidates_of_lists_read_whole_get_the_dense_sums(
     cand = np.array(chosen, dtype=np.int64)
     described = kernel.describe(lists)
     assert described is not None
-    with view.scratch().lock:
+    assert view.seq_base >= 0  # the store's one namespace: a direct map
+    with view.scratch().lock, pytest.MonkeyPatch.context() as patch:
+        if not direct:
+            patch.setattr(view, "seq_base", -1)
         found = kernel.accumulate(
             view, described, (1.0, 0.7, 0.4, 0.6, 2.0, 0.5), cand=(cand, view.seq_at[cand])
         )
