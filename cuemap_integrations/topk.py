@@ -191,6 +191,9 @@ class RecallMemo:
     # (k, ids of the query's own lists a narrowing check took) -> what they gave the memories
     # they reach (arrays._taken): the feedback pass's first check often takes them again
     taken: dict[tuple[int, ...], Any] = field(default_factory=dict)
+    # a pass over the query's own lists alone that read them whole: the memories they reach
+    # and their evidence (arrays._Dense), where a later pass may start from
+    dense: Any = None
 
     def lists(self, index: NamespaceIndex, plan: QueryPlan, cfg: RecallConfig) -> list[_List]:
         """Every list of ``plan``: the query's own ones (made on the first pass), then the
