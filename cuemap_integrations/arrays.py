@@ -609,7 +609,70 @@ def _compiled(
     # what cannot reach an earlier pass's k-th best is not written: _within_reach would drop
     # it, and at 10k memories a feedback pass's ~3,700 rows became ~110 (none left to check)
     least = None if floor == -math.inf else kernel.Floor(scorer.prior_max, floor - _EPSILON)
-    return _from_kernel(kernel.accumulate(view, lists, weights, floor=least))
+    if least is not None and memo is not None and memo.dense is not None:
+        after = _after_dense(view, described, weights, cfg, scorer, floor, memo.dense)
+        if after is not None:
+            return after
+    found = kernel.accumulate(view, lists, weights, floor=least)
+    if least is None and memo is not None and all(map(memo.shared, ordered)):
+        # the query's own lists alone, over every memory they reach: a later pass may start
+        # from these sums (the scratch's output: copied, the next call overwrites it)
+        memo.dense = _Dense(frozenset(map(id, ordered)), found.slots.copy(), found.evidence.copy())
+    return _from_kernel(found)
+
+
+# the feedback pass probes every list for the memories within reach of the floor only when they
+# are at most 1/_DENSE_SHARE of those the first pass read (else it reads every list whole)
+_DENSE_SHARE = 4
+
+
+class _Dense(NamedTuple):
+    """What a pass over the query's own lists alone (``lists``, their ids: alive in the recall's
+    memo, unique while it is) found when it read them whole: every memory they reach (its slot,
+    ascending) and its evidence."""
+
+    lists: frozenset[int]
+    slots: Any
+    evidence: Any
+
+
+def _after_dense(
+    view: ArrayView, described: _Described, weights: tuple[float, ...], cfg: RecallConfig,
+    scorer: FastScorer, floor: float, dense: _Dense,
+) -> tuple[Any, _Sums, Any] | None:  # fmt: skip
+    """The rows of a pass over every list for the memories that can reach ``floor`` (an earlier
+    pass's k-th best), when that pass read the query's own lists whole (``dense``) and this
+    one only adds carried (session) lists to them: the same rows as the call over every memory
+    with that floor (:class:`kernel.Floor`), without reading the query's long lists whole again.
+
+    A memory the carried lists do not reach has the same evidence as in ``dense`` (the same
+    lists added in the same order); one they reach gains at most the session weight times the
+    saturation (times the session-only factor, when above 1). So the memories that can reach
+    the floor are those of ``dense`` within that much of it (a margin of two epsilons more than
+    the floor's own test), unless a memory the carried lists alone reach could: then, or when
+    they are more than 1/:data:`_DENSE_SHARE` of ``dense`` (probing each list for them would
+    not pay), None.
+    Their evidence is summed in one candidate call (every list, in the same order: the same
+    floats as over every memory), and those below the floor's test dropped as that call drops
+    them. 100 cold bench questions at 100k memories: 19 feedback passes read every memory
+    (0.5-1.2 ms of kernel each), 2 now; 11.82M -> 10.65M instructions a recall (instr.sh)."""
+    ordered = described.ordered
+    own = frozenset(id(lst) for lst in ordered if lst.signal != "session")
+    if own != dense.lists:
+        return None
+    most = cfg.weights["session"] * cfg.session_saturation * max(1.0, cfg.session_only_factor)
+    reach, cut = scorer.prior_max + most, floor - 2 * _EPSILON
+    if reach >= cut:  # a memory only the carried lists reach could make it
+        return None
+    np = _np()
+    near = np.flatnonzero(dense.evidence + reach >= cut)
+    if _DENSE_SHARE * len(near) > len(dense.slots) or not len(near):
+        return None
+    slots = dense.slots[near]  # ascending: the kernel probes
+    found = kernel.accumulate(view, described.lists, weights, cand=(slots, view.seq_at[slots]))
+    # the floor's test (kernel.Floor: evidence + prior_max >= cut, the same floats)
+    rows = np.flatnonzero(found.evidence + scorer.prior_max >= floor - _EPSILON)
+    return _from_kernel(kernel.KernelSums(*(column[rows] for column in found)))
 
 
 def _from_kernel(found: kernel.KernelSums) -> tuple[Any, _Sums, Any]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import ctypes
 import math
 import os
+import struct
 import threading
 from array import array
 from collections.abc import Sequence
@@ -296,7 +297,7 @@ class _Members(NamedTuple):
                 described.member(member)
             return cls(described.members, described.keep, described.postings)
         ints, buffers, count = _member(postings[0])
-        return cls(array("q", ints), buffers, count)
+        return cls(_packed("q", ints), buffers, count)
 
 
 def describe(
@@ -332,9 +333,27 @@ def describe(
         extend(held.members)
         postings += held.postings
         hold(held)  # its buffers
-    described.ints, described.doubles = array("q", ints), array("d", doubles)
+    described.ints, described.doubles = _packed("q", ints), _packed("d", doubles)
     described.lists, described.postings = len(lists), postings
     return described
+
+
+_PACKERS: dict[tuple[str, int], struct.Struct] = {}  # (typecode, count) -> its packer
+
+
+def _packed(typecode: str, values: Sequence[Any]) -> array[Any]:
+    """``array(typecode, values)`` for ``"q"`` (ints) or ``"d"`` (floats), packed in one call
+    by a :class:`struct.Struct` of that many (kept per count): the array's own constructor
+    converts each item through a generic argument parser, ~2.3x the time for a pass's some
+    sixty lists' numbers (describe's ~240 ints and ~300 floats: 4.5 -> 1.9 us for the floats).
+    The same values either way (native byte order, 8-byte items)."""
+    key = (typecode, len(values))
+    packer = _PACKERS.get(key)
+    if packer is None:
+        if len(_PACKERS) >= 1024:  # many distinct counts: start over
+            _PACKERS.clear()
+        packer = _PACKERS[key] = struct.Struct(f"={len(values)}{typecode}")
+    return array(typecode, packer.pack(*values))
 
 
 def members_of(
@@ -468,7 +487,7 @@ def evidence(
     n = len(seqs)
     if len(lengths) != n:
         raise KernelError(f"{n} memories but {len(lengths)} lengths")
-    asked, wanted, sizes = array("q", order), array("q", seqs), array("d", lengths)
+    asked, wanted, sizes = _packed("q", order), array("q", seqs), array("d", lengths)
     raw, held = array("d", bytes(32 * n)), array("B", bytes(n))
     _checked(
         _library().cm_evidence(
@@ -751,7 +770,7 @@ def _refined(
         raise KernelError("refining takes a contiguous float64 base per candidate")
     if len(refine.rest) < lists + 1 or refine.start < 0:
         raise KernelError(f"refining {lists} lists takes {lists + 1} rest bounds and a start >= 0")
-    return _data(base), array("d", refine.rest), float(refine.cut), int(refine.start)
+    return _data(base), _packed("d", refine.rest), float(refine.cut), int(refine.start)
 
 
 _NO_REST = array("d", [0.0])  # what a call without refining passes (C reads it only refining)

@@ -17,6 +17,8 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from itertools import accumulate
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .index import DocTable, NamespaceIndex
@@ -189,6 +191,9 @@ class RecallMemo:
     # (k, ids of the query's own lists a narrowing check took) -> what they gave the memories
     # they reach (arrays._taken): the feedback pass's first check often takes them again
     taken: dict[tuple[int, ...], Any] = field(default_factory=dict)
+    # a pass over the query's own lists alone that read them whole: the memories they reach
+    # and their evidence (arrays._Dense), where a later pass may start from
+    dense: Any = None
 
     def lists(self, index: NamespaceIndex, plan: QueryPlan, cfg: RecallConfig) -> list[_List]:
         """Every list of ``plan``: the query's own ones (made on the first pass), then the
@@ -563,7 +568,7 @@ def gather(
     memo = RecallMemo() if memo is None else memo
     lists = memo.lists(index, plan, cfg)
     floor = memo.floor(plan, k) if scorer is not None else -math.inf
-    lists.sort(key=lambda lst: -lst.bound)  # stable: equal bounds keep the plan's order
+    lists.sort(key=_bound, reverse=True)  # stable: equal bounds keep the plan's order
     run = _Pass(cfg, k, scorer, scorer.prior_max if scorer is not None else 0.0, admitted)
     if scorer is not None and _use_arrays(index, cfg):
         chosen: Selected = _arrays_module().select(
@@ -604,16 +609,30 @@ def first_pass_hits(index: NamespaceIndex, cfg: RecallConfig, k: int, depth: int
 def rest_bounds(lists: Sequence[_List], session_cap: float) -> list[float]:
     """``rest[i]``: the most that lists ``i..`` can add to one memory's score. Session lists
     add their raw values through a saturation, so together they add at most ``session_cap``
-    (a conversation carries dozens of cues: summing their bounds would never let them go)."""
-    rest = [0.0] * (len(lists) + 1)
-    linear = session = 0.0
-    for i in range(len(lists) - 1, -1, -1):
-        if lists[i].signal == "session":
-            session += lists[i].bound
-        else:
-            linear += lists[i].bound
-        rest[i] = linear + min(session, session_cap)
+    (a conversation carries dozens of cues: summing their bounds would never let them go).
+
+    Both sums run from the last list back, by :func:`itertools.accumulate` from 0.0, each list
+    adding 0.0 to the sum it is not part of: the same floats as adding to its own sum alone (a
+    sum from 0.0 is never -0.0), without a Python loop step per list (a feedback pass has some
+    sixty, and a recall asks this twice)."""
+    linear = accumulate(
+        [0.0 if lst.signal == "session" else lst.bound for lst in reversed(lists)], initial=0.0
+    )
+    session = accumulate(
+        [lst.bound if lst.signal == "session" else 0.0 for lst in reversed(lists)], initial=0.0
+    )
+    next(linear), next(session)  # the sums of no list: rest[len(lists)] stays 0.0
+    # min(ses, session_cap) as min() decides it, without the call
+    rest = [
+        lin + (session_cap if session_cap < ses else ses)
+        for lin, ses in zip(linear, session, strict=True)
+    ]
+    rest.reverse()
+    rest.append(0.0)
     return rest
+
+
+_bound = itemgetter(1)  # a _List's bound
 
 
 def _worth_checking(run: _Pass, lst: _List) -> bool:
