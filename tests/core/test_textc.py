@@ -237,6 +237,45 @@ def test_cues_and_keys_of_the_ingest_corpus_are_the_python_ones(
             assert text_module.derive_cues_and_keys(content) == expected
 
 
+# ASCII text with typographic punctuation in it (and now and then a character no table maps):
+# derive_cues_and_keys reads it as its ASCII spelling (text._ascii_punctuated)
+_PUNCTUATED_TEXT = st.lists(
+    st.one_of(_PIECES, st.sampled_from([*text_module._PUNCT_MAP, "é", "🎉", "\u0338"])),
+    max_size=12,
+).flatmap(lambda parts: st.sampled_from([" ".join(parts), "".join(parts)]))
+
+
+@settings(max_examples=1000, deadline=None)
+@given(_PUNCTUATED_TEXT, st.integers(min_value=-1, max_value=60))
+def test_punctuated_text_read_as_ascii_gives_the_python_ones(
+    textc: ModuleType, text: str, limit: int
+) -> None:
+    expected = _reference(_derived_and_keys, text, limit)
+    with patch.object(text_module, "_C", textc):
+        assert text_module.derive_cues_and_keys(text, limit=limit) == expected
+
+
+def test_each_punctuation_mark_reads_as_its_ascii_spelling(textc: ModuleType) -> None:
+    """Every key of the table, alone and between words, in every case the rules look at."""
+    for mark in text_module._PUNCT_MAP:
+        assert text_module._ascii_punctuated(f"a{mark}b").isascii()
+        for text in (
+            mark,
+            f"Bob{mark}Smith",
+            f"New York {mark} 10 GB",
+            f"{mark}Ann{mark}",
+            f"x {mark}",
+        ):
+            expected = _reference(_derived_and_keys, text, 48)
+            with patch.object(text_module, "_C", textc):
+                assert text_module.derive_cues_and_keys(text) == expected, text
+
+
+def test_text_with_other_unicode_is_left_as_it_is() -> None:
+    assert text_module._ascii_punctuated("caf\u00e9 \u2013 ok") == "caf\u00e9 \u2013 ok"
+    assert text_module._ascii_punctuated("a \u2013 b\u2026") == "a - b..."
+
+
 # stems the texts above have (and one no text has): a vocab keeps these alone
 _VOCAB = frozenset({"new", "york", "run", "gener", "caress", "x", "a", "db", "never-seen"})
 
