@@ -791,8 +791,8 @@ class NamespaceIndex:
         new_cues, new_tags = post(pending, self.cues, self.tags, self.terms)
         # the cues (tags) posted for the first time (the lexicons read no table: after the
         # postings is as good as before)
-        _drain(map(self.cue_lexicon.insert, new_cues))
-        _drain(map(self.tag_lexicon.insert, new_tags))
+        self.cue_lexicon.insert_many(new_cues)
+        self.tag_lexicon.insert_many(new_tags)
 
     def _drop(self, kind: str, key: str, seq: int) -> None:
         self.flush()  # the posting may still be pending

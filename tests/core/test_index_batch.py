@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from cuemap_integrations import CueMap, MemoryRecord
 from cuemap_integrations.aliases import AliasTable
 from cuemap_integrations.index import NamespaceIndex, _Pending
-from cuemap_integrations.text import CueLexicon
+from cuemap_integrations.text import CueKeys, CueLexicon
 from cuemap_integrations.textkeys import TextMemo, index_cues
 
 KEYS = st.lists(
@@ -225,3 +225,31 @@ def test_derived_cues_holding_an_alias_term_are_expanded_even_if_the_text_shows_
     blind = memo.keys(record.content)._replace(aliases=[])  # as if no alias term were found
     assert "db" in memo.index_cues(record, blind)
     assert list(memo.index_cues(record, blind)) == index_cues(record, blind, aliases)
+
+
+CUES = st.lists(
+    st.sampled_from(["order", "orders", "cache", "caroline", "x y", "new york", "超时", "订单超时",
+                     "!!", "the", "v2.1", "user_id", "gulipa", "running", "run"]),
+    unique=True, max_size=8,
+)  # fmt: skip
+
+
+def _keys_state(keys: CueKeys) -> tuple[object, ...]:
+    return (len(keys), keys._keys, keys._length_counts, keys._lengths, keys._firsts)
+
+
+@settings(max_examples=300, deadline=None)
+@given(CUES, CUES)
+def test_inserting_many_cues_equals_inserting_each(before: list[str], batch: list[str]) -> None:
+    """CueKeys.insert_many (a flush's new cues) leaves the lexicon as one insert per cue."""
+    batch = [cue for cue in batch if cue not in before]
+    one, many = CueKeys(own := set(before + batch)), CueKeys(own)
+    for keys in (one, many):
+        for cue in before:
+            keys.insert(cue)
+    for cue in batch:
+        one.insert(cue)
+    many.insert_many(batch)
+    assert _keys_state(many) == _keys_state(one)
+    query = "the orders of new york 超时 x y run v2.1 user_id gulipa caroline"
+    assert many.match(query) == one.match(query)

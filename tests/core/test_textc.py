@@ -218,8 +218,16 @@ def _derived_and_keys(content: str, limit: int) -> tuple[list[str], str, set[str
             *text_module.stems_and_terms(text))  # fmt: skip
 
 
-@settings(max_examples=1500, deadline=None)
-@given(ANY_TEXT, st.integers(min_value=-1, max_value=60))
+# ASCII text with typographic punctuation in it (and now and then a character no table maps):
+# derive_cues_and_keys reads it as its ASCII spelling (text._ascii_punctuated)
+_PUNCTUATED_TEXT = st.lists(
+    st.one_of(_PIECES, st.sampled_from([*text_module._PUNCT_MAP, "é", "🎉", "\u0338"])),
+    max_size=12,
+).flatmap(lambda parts: st.sampled_from([" ".join(parts), "".join(parts)]))
+
+
+@settings(max_examples=2500, deadline=None)
+@given(st.one_of(ANY_TEXT, _PUNCTUATED_TEXT), st.integers(min_value=-1, max_value=60))
 def test_cues_and_keys_in_one_call_are_the_python_ones(
     textc: ModuleType, text: str, limit: int
 ) -> None:
@@ -235,6 +243,27 @@ def test_cues_and_keys_of_the_ingest_corpus_are_the_python_ones(
         expected = _reference(_derived_and_keys, content, 48)
         with patch.object(text_module, "_C", textc):
             assert text_module.derive_cues_and_keys(content) == expected
+
+
+def test_each_punctuation_mark_reads_as_its_ascii_spelling(textc: ModuleType) -> None:
+    """Every key of the table, alone and between words, in every case the rules look at."""
+    for mark in text_module._PUNCT_MAP:
+        assert text_module._ascii_punctuated(f"a{mark}b").isascii()
+        for text in (
+            mark,
+            f"Bob{mark}Smith",
+            f"New York {mark} 10 GB",
+            f"{mark}Ann{mark}",
+            f"x {mark}",
+        ):
+            expected = _reference(_derived_and_keys, text, 48)
+            with patch.object(text_module, "_C", textc):
+                assert text_module.derive_cues_and_keys(text) == expected, text
+
+
+def test_text_with_other_unicode_is_left_as_it_is() -> None:
+    assert text_module._ascii_punctuated("caf\u00e9 \u2013 ok") == "caf\u00e9 \u2013 ok"
+    assert text_module._ascii_punctuated("a \u2013 b\u2026") == "a - b..."
 
 
 # stems the texts above have (and one no text has): a vocab keeps these alone
