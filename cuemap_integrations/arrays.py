@@ -202,6 +202,27 @@ class ArrayView:
     # -------------------------------------------------------------- kept in step by the index
     def set_doc(self, seq: int, doc: IndexedDoc) -> None:
         """Record (or refresh) the per-memory values of ``seq``."""
+        self._set(seq, doc.length, doc.updated_ts, doc.type)
+
+    def add_plain_many(
+        self, seqs: Sequence[int], lengths: Sequence[int], updated: Sequence[float],
+        types: Sequence[str],
+    ) -> None:  # fmt: skip
+        """A bulk batch of new plain docs joined the index (:meth:`NamespaceIndex.add_plain_many`,
+        their postings pending): their per-memory values recorded, and every mirrored list and
+        union forgotten instead of each posting mirrored as it comes (:meth:`put`, a Python
+        call per posting, about forty a memory: ingest into a store already recalled at 100k
+        memories took ~2x the instructions of a fresh store's). Mirrors serve only the NumPy
+        path (the kernel reads the index's own buffers); a query makes the ones it needs again,
+        each in one array step."""
+        set_one = self._set
+        for seq, length, stamp, type in zip(seqs, lengths, updated, types, strict=True):
+            set_one(seq, length, stamp, type)
+        self.lists.clear()
+        self.mirrored = 0
+        self._forget_unions()
+
+    def _set(self, seq: int, length: float, updated_ts: float, type: str) -> None:
         slot = self.slot(seq)
         if slot is None:
             slot = self.size
@@ -214,9 +235,9 @@ class ArrayView:
                 self.slot_by_seq = grown
             self.slot_by_seq[seq] = slot
             self.seq_base = seq - slot if slot == 0 or self.seq_base == seq - slot else -1
-        code = self.type_codes.setdefault(doc.type, len(self.type_codes))
-        self.seq_at[slot], self.length[slot] = seq, doc.length
-        self.updated[slot], self.type_code[slot] = doc.updated_ts, code
+        code = self.type_codes.setdefault(type, len(self.type_codes))
+        self.seq_at[slot], self.length[slot] = seq, length
+        self.updated[slot], self.type_code[slot] = updated_ts, code
 
     def slot(self, seq: int) -> int | None:
         """The slot of memory ``seq``, or None when it has none."""

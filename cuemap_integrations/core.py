@@ -360,9 +360,6 @@ class CueMap:
         index = self._indexes.get(namespace)
         if index is None:
             index = self._indexes[namespace] = NamespaceIndex(self._columns)
-        if index.view is not None:  # kept in step posting by posting: add's path
-            self._index_each(rows, memo, defer=True)
-            return
         seqs = [seq for seq, _ in rows]
         records = [record for _, record in rows]
         contents = [record.content for record in records]

@@ -670,7 +670,7 @@ class NamespaceIndex:
         row_cues: Sequence[tuple[str, ...]],
     ) -> None:  # fmt: skip
         """:meth:`_defer_plain` of each of a bulk batch's new plain docs, in ascending ``seq``
-        order (their cues distinct and interned, ``terms`` lists, no array view), whose
+        order (their cues distinct and interned, ``terms`` lists), whose
         records are stored (``row_cues``: see :meth:`DocColumns.hold_many`) and whose cues
         joined :meth:`waiting_cues` as they were (``RecordTable.put_many``): the columns
         written and the postings left for :meth:`flush` in one pass each, not one call chain
@@ -681,6 +681,8 @@ class NamespaceIndex:
         pending = self._pending_postings()
         pending.extend("cue", seqs, cues)
         pending.count_many("term", seqs, terms)
+        if self.view is not None:  # a store recalled before: its array view kept in step
+            self.view.add_plain_many(seqs, lengths, updated, types)
 
     def waiting_cues(self) -> tuple[Container[str], set[str] | None]:
         """What :meth:`held_cues` is while a bulk batch is added, and the set of cues waiting

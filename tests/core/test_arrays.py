@@ -527,3 +527,36 @@ def test_checks_try_the_floors_check_last_within_its_share() -> None:
     assert checks(5.0) == [1]
     view.size = 40  # lists ..1 hold 11 > 40 // 4 postings: no check at all
     assert checks(16.0) == []
+
+
+@pytest.mark.parametrize("through_kernel", [False, True])
+def test_a_bulk_batch_into_a_recalled_store_keeps_the_view_in_step(
+    through_kernel: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Plain docs added in bulk after a recall made the view take the column-wise path: the
+    view records their values in one step and drops its mirrors (made again as queries need
+    them), and ranks as a view made after the batch does, and as the exhaustive ranking."""
+    if through_kernel:
+        monkeypatch.setenv("CUEMAP_KERNEL", "1")
+    batch = [{"content": f"order cache note {i} for caroline", "memory_id": f"bulk-{i}"}
+             for i in range(40)]  # fmt: skip
+    early, late = build(6, 600), build(6, 600)
+    with arrays_for_every_size():
+        early.recall("order cache redis caroline", k=5)  # the view and its mirrors exist
+        index = early._indexes["default"]
+        assert index.view is not None
+        put = mock.patch.object(arrays.ArrayView, "put", side_effect=AssertionError("per posting"))
+        with put:
+            early.add_many(batch)
+        late.add_many(batch)
+        assert index.view.lists == {} and index.view.errors() == []
+        assert early.check() == []
+        for query in ("order cache redis caroline", "note caroline", "painting"):
+            got = by_arrays(early, query, 6)
+            assert_same(got, by_arrays(late, query, 6))
+            assert_same(got, ranked(early, query, 6, False))
+        fresh = arrays.ArrayView(index)  # what a view made now would hold
+        size = fresh.size
+        assert index.view.size == size and index.view.seq_base == fresh.seq_base
+        for name in ("seq_at", "length", "updated", "type_code"):
+            assert list(getattr(index.view, name)[:size]) == list(getattr(fresh, name)[:size])
