@@ -2,8 +2,10 @@
 
 The paths rank identically (tests/core/test_arrays.py); this measures which is cheaper at a given
 size, which is how ``arrays.ARRAY_MIN_MEMORIES`` and ``arrays.NARROW_MIN_MEMORIES`` were chosen.
-Process time, not wall time: the machine is shared, and all paths run on the same store and
-queries (the bench scale corpus). Prints a table and, with ``--json``, writes the figures.
+Process time, not wall time: the machine is shared. All paths run on the same store (access
+counting off, so no recall changes what the next one sees) and queries (the bench scale corpus),
+each query in every path in turn. Prints a table (p50, p95 and mean, and how many queries each
+path ranked the same memories as the Python path) and, with ``--json``, writes the figures.
 
 Example:
     .venv/bin/python benchmarks/array_modes.py --size 100000 --locomo ../shared/locomo_dev.json
@@ -21,15 +23,45 @@ from cuemap_integrations import CueMap, arrays
 from cuemap_integrations.bench.scale import _fixed_clock, batches, load_corpus, queries_for
 
 
-def cpu_ms(store: CueMap, queries: list[str]) -> dict[str, float]:
-    """Median and p95 of process time per recall, in ms."""
-    times = []
-    for query in queries:
-        start = time.process_time()
-        store.recall(query, k=10)
-        times.append((time.process_time() - start) * 1000.0)
-    times.sort()
-    return {"p50": times[len(times) // 2], "p95": times[int(len(times) * 0.95)]}
+def _summary(times: list[float]) -> dict[str, float]:
+    """Median, p95 and mean of ``times`` (seconds), in ms."""
+    ordered = sorted(t * 1000.0 for t in times)
+    return {"p50": ordered[len(ordered) // 2], "p95": ordered[int(len(ordered) * 0.95)],
+            "mean": sum(ordered) / len(ordered)}  # fmt: skip
+
+
+def _switch(array_min: int, narrow_min: int) -> Callable[[], None]:
+    def switch() -> None:
+        arrays.ARRAY_MIN_MEMORIES, arrays.NARROW_MIN_MEMORIES = array_min, narrow_min
+
+    return switch
+
+
+MODES = {
+    "arrays, narrowed": _switch(0, 0),
+    "arrays, dense": _switch(0, 10**12),
+    "python (MaxScore)": _switch(10**12, 10**12),
+}
+
+
+def measure(store: CueMap, queries: list[str]) -> dict[str, Any]:
+    """Every query asked in every mode, the modes in turn query by query (their order rotated),
+    so a busy machine slows them alike; each mode's CPU figures, and how many queries it ranked
+    the same memories as the Python path."""
+    times: dict[str, list[float]] = {name: [] for name in MODES}
+    same = dict.fromkeys(MODES, 0)
+    names = list(MODES)
+    for i, query in enumerate(queries):
+        ids = {}
+        for name in names[i % len(names) :] + names[: i % len(names)]:
+            MODES[name]()
+            start = time.process_time()
+            hits = store.recall(query, k=10).hits
+            times[name].append(time.process_time() - start)
+            ids[name] = [hit.memory_id for hit in hits]
+        for name in names:
+            same[name] += ids[name] == ids["python (MaxScore)"]
+    return {name: {**_summary(times[name]), "same_hits": same[name]} for name in names}
 
 
 def main() -> None:
@@ -40,33 +72,22 @@ def main() -> None:
     parser.add_argument("--json")
     args = parser.parse_args()
     corpus = load_corpus(args.locomo)
-    store = CueMap(":memory:", clock=_fixed_clock)
+    # no access counting: every recall, in every mode, sees the same store
+    store = CueMap(":memory:", clock=_fixed_clock, config={"track_access": False})
     for batch in batches(corpus, 7, 0, args.size):
         store.add_many(batch)
     queries = queries_for(corpus, 7, args.queries)
-
-    def use(array_min: int, narrow_min: int) -> Callable[[], None]:
-        return lambda: (
-            (
-                setattr(arrays, "ARRAY_MIN_MEMORIES", array_min),
-                setattr(arrays, "NARROW_MIN_MEMORIES", narrow_min),
-            )
-            and None
-        )
-
-    modes = {
-        "arrays, narrowed": use(0, 0),
-        "arrays, dense": use(0, 10**12),
-        "python (MaxScore)": use(10**12, 10**12),
-    }
-    report: dict[str, Any] = {"size": args.size, "queries": args.queries, "cpu_ms": {}}
-    for name, switch in modes.items():
+    for switch in MODES.values():  # warm: the array view and the lists these queries touch
         switch()
-        cpu_ms(store, queries)  # warm: the array view mirrors the lists these queries touch
-        report["cpu_ms"][name] = cpu_ms(store, queries)
-    print(f"{'path':<20} {'p50 ms':>8} {'p95 ms':>8}   ({args.size:,} memories, CPU time)")
-    for name, figures in report["cpu_ms"].items():
-        print(f"{name:<20} {figures['p50']:>8.2f} {figures['p95']:>8.2f}")
+        for query in queries:
+            store.recall(query, k=10)
+    figures = measure(store, queries)
+    report: dict[str, Any] = {"size": args.size, "queries": args.queries, "cpu_ms": figures}
+    print(f"{'path':<20} {'p50 ms':>8} {'p95 ms':>8} {'mean ms':>8} {'same hits':>10}"
+          f"   ({args.size:,} memories, CPU time)")  # fmt: skip
+    for name, row in figures.items():
+        print(f"{name:<20} {row['p50']:>8.2f} {row['p95']:>8.2f} {row['mean']:>8.2f} "
+              f"{row['same_hits']:>10}")  # fmt: skip
     if args.json:
         with open(args.json, "w", encoding="utf-8") as out:
             json.dump(report, out, indent=2)

@@ -6,7 +6,8 @@ queries touch as NumPy arrays (slot numbers and values, appended to and swap-del
 every index change), scores every candidate of a query at once, and keeps only those that can be
 in the top ``k``. The Python pass (:mod:`.topk`) then gathers exactly those memories' evidence (or
 the compiled kernel does, summing in the same order), so hits, scores and explanations are the
-ones the exhaustive pass gives; ``tests/core/test_arrays.py`` checks that against it on random
+ones the exhaustive pass gives (the kernel adds a session's carried lists as one unit: their sum
+may differ in its last bits); ``tests/core/test_arrays.py`` checks that against it on random
 stores.
 
 NumPy is a dependency of the package but is imported only here, on the first query of a namespace
@@ -45,11 +46,13 @@ __all__ = [
     "view_of",
 ]  # fmt: skip
 
-# Below this many memories the Python pass is as fast as NumPy's fixed costs: CPU medians per
-# recall, arrays vs Python, 2.2 vs 2.3 ms at 1,000 memories, 2.4 vs 3.9 ms at 3,000
-# (benchmarks/array_modes.py). The view is created the first time a query finds a namespace
-# this large.
-ARRAY_MIN_MEMORIES = 2000
+# Below this many memories the Python pass is as fast as the array path's fixed costs. It was
+# 2,000 when the array path was NumPy's (2.2 vs 2.3 ms at 1,000 memories); with the compiled
+# kernel, CPU medians per recall, array path (dense) vs Python, the paths in turn query by query
+# on one store (benchmarks/array_modes.py, 300 bench queries): 1.13 vs 1.18 ms at 100 memories,
+# 1.03 vs 1.33 at 300, 1.44 vs 2.52 at 1,000, 1.50 vs 3.63 at 2,000, the same hits in every
+# query. The view is created the first time a query finds a namespace this large.
+ARRAY_MIN_MEMORIES = 300
 
 # MaxScore narrowing (``_narrowed``) skips work proportional to the namespace size but adds a
 # few checks per query: CPU medians (p95) per recall, narrowed vs dense, on the `cuemap bench

@@ -7,7 +7,7 @@ import dataclasses
 import math
 import random
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from types import SimpleNamespace
 from typing import Any
@@ -30,7 +30,17 @@ from cuemap_integrations.ranking import (
 from cuemap_integrations.topk import FastScorer, RecallMemo
 
 from ..conftest import T0, FakeClock
-from .test_topk import KS, QUERIES, SEEDS, TYPE_FILTERS, TYPES, _store, build, ranked
+from .test_topk import (
+    KS,
+    QUERIES,
+    SEEDS,
+    TYPE_FILTERS,
+    TYPES,
+    _store,
+    build,
+    python_pass,
+    ranked,
+)
 
 pytest.importorskip("numpy")
 
@@ -426,7 +436,7 @@ def test_passes_sharing_a_recall_memo_rank_as_fresh_passes(size: int, through_ar
         return out
 
     shared = RecallMemo()
-    with arrays_for_every_size() if through_arrays else nullcontext():
+    with arrays_for_every_size() if through_arrays else python_pass():
         fresh, reused = passes([RecallMemo(), RecallMemo()]), passes([shared, shared])
     assert reused == fresh
     assert shared.query_lists and len(shared.own) == len(shared.query_lists)
@@ -441,7 +451,7 @@ def test_a_feedback_pass_pruned_from_the_first_pass_floor_ranks_exactly(k: int) 
     for query in ("order cache team", "caroline painting festival", "the", "订单 超时 team"):
         with mock.patch.object(cm, "config", dataclasses.replace(cm.config, prune=False)):
             expected = cm.recall(query, k=k)
-        for context in (arrays_for_every_size(), nullcontext()):
+        for context in (arrays_for_every_size(), python_pass()):
             with context:
                 got = cm.recall(query, k=k)
             assert_same(
@@ -480,7 +490,7 @@ def test_ranking_scored_is_rank_without_hits(
     index = cm._indexes["default"]
     plan = plan_query(" ".join(query), index, cm.aliases)
     asked = {"k": k, "filters": Filters.build(types=types), "now": cm.now(), "prune": prune}
-    with arrays_for_every_size() if through_arrays else nullcontext():
+    with arrays_for_every_size() if through_arrays else python_pass():
         hits, trace = rank(index, cm._records, {}, plan, cm.config, **asked)
         ranking = Ranking(index, cm._records, {}, cm.config, asked["filters"], asked["now"],
                           prune=prune)  # fmt: skip

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cuemap_integrations import CueMap, topk
+from cuemap_integrations import CueMap, arrays, topk
 from cuemap_integrations.index import NamespaceIndex
 from cuemap_integrations.ranking import Filters, plan_query, rank
 from cuemap_integrations.topk import can_prune
@@ -23,6 +27,18 @@ WORDS = (
 ).split()
 CJK = "订单超时缓存修复端口接口部署周五团队午饭自行车咖啡测试登录"
 TYPES = ["note", "fact", "event", "convention", "preference", "task"]
+
+
+@contextmanager
+def python_pass() -> Iterator[None]:
+    """The Python top-k pass whatever the namespace's size (the array path takes namespaces of
+    ``arrays.ARRAY_MIN_MEMORIES`` memories and more)."""
+    with mock.patch.object(arrays, "ARRAY_MIN_MEMORIES", 10**12):
+        yield
+
+
+# each path a store of a few hundred memories may take: the Python pass, and the default
+PATHS = {"python": python_pass, "default": contextlib.nullcontext}
 
 
 @functools.lru_cache(maxsize=8)
@@ -67,12 +83,16 @@ KS = st.integers(1, 12)
 TYPE_FILTERS = st.one_of(st.none(), st.lists(st.sampled_from(TYPES), min_size=1, max_size=3))
 
 
+@pytest.mark.parametrize("path", sorted(PATHS))
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=SEEDS, query=QUERIES, k=KS, types=TYPE_FILTERS)
-def test_pruned_ranking_equals_exhaustive(seed: int, query: list[str], k: int, types) -> None:
+def test_pruned_ranking_equals_exhaustive(
+    path: str, seed: int, query: list[str], k: int, types
+) -> None:
     cm = _store(seed % 5, 400)  # few distinct stores, many queries
     text = " ".join(query)
-    assert ranked(cm, text, k, True, types=types) == ranked(cm, text, k, False, types=types)
+    with PATHS[path]():
+        assert ranked(cm, text, k, True, types=types) == ranked(cm, text, k, False, types=types)
 
 
 def test_pruning_actually_skips_candidates() -> None:
@@ -87,7 +107,13 @@ def test_pruning_actually_skips_candidates() -> None:
     assert pruned.candidate_count < full.candidate_count / 2
 
 
-def test_sessions_and_skip_shown_rank_the_same_with_pruning() -> None:
+@pytest.mark.parametrize("path", sorted(PATHS))
+def test_sessions_and_skip_shown_rank_the_same_with_pruning(path: str) -> None:
+    with PATHS[path]():
+        _sessions_rank_the_same_with_pruning()
+
+
+def _sessions_rank_the_same_with_pruning() -> None:
     pruned, full = build(3, 1500), build(3, 1500)
     full.config = full.config.with_changes(prune=False)
     turns = ["order cache redis", "how did we fix it", "caroline painting", "订单超时", "festival"]
