@@ -197,6 +197,8 @@ class RecallMemo:
     # whether the passes take the array path (_use_arrays: asked once per recall, not in each
     # pass and by first_pass_hits, each time reading the environment and the weights)
     arrays: bool | None = None
+    # what a pass ranks with besides its lists (ranking._Setup): made by the first pass
+    setup: Any = None
 
     def uses_arrays(self, index: NamespaceIndex, cfg: RecallConfig) -> bool:
         """:func:`_use_arrays` of the recall's index and config, found on the first ask."""
