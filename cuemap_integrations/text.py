@@ -1508,12 +1508,14 @@ class CueKeys:
             return []
         units = query_units(query)
         found: dict[str, None] = {}
-        held, resume = self._held, 0
+        held, firsts, resume = self._held, self._firsts, 0
         for i, unit in enumerate(units):
             # the unit's own cues, asked once: the longest match tries it as its one-unit key
             own = held(unit)
             if i >= resume:
-                resume, cues = self._longest(units, i, own)
+                # _longest's first test here: no key of several units starts at most units
+                # (a call per unit of three lexicons a recall)
+                resume, cues = self._longest(units, i, own) if unit in firsts else (i + 1, own)
                 if cues:
                     found.update(dict.fromkeys(cues))
             if own:
