@@ -199,6 +199,9 @@ class RecallMemo:
     arrays: bool | None = None
     # what a pass ranks with besides its lists (ranking._Setup): made by the first pass
     setup: Any = None
+    # whether the kernel is on (kernel.enabled, read by arrays.select once per recall: it reads
+    # the environment, a KeyError raised and caught when the variable is not set: ~2 us)
+    kernel: bool | None = None
 
     def uses_arrays(self, index: NamespaceIndex, cfg: RecallConfig) -> bool:
         """:func:`_use_arrays` of the recall's index and config, found on the first ask."""

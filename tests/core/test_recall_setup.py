@@ -73,3 +73,28 @@ def test_a_setup_is_made_again_for_another_ranking_or_period() -> None:
     assert ranking._setup(first, plain, memo) is setup
     assert ranking._setup(other, plain, memo) is not setup
     assert ranking._setup(other, dated, memo).boosts != ranking._setup(other, plain, memo).boosts
+
+
+def test_a_recall_asks_the_environment_for_the_kernel_once() -> None:
+    """The feedback pass of an array recall takes its first pass's answer (the memo's), and
+    ranks as a recall asking at every pass (a fresh memo's field each time)."""
+    from cuemap_integrations import arrays
+
+    seen: list[object] = []
+    real = arrays.select
+
+    def spy(index: Any, lists: Any, cfg: Any, scorer: Any, **options: Any) -> Any:
+        seen.append(options["memo"].kernel)
+        return real(index, lists, cfg, scorer, **options)
+
+    def forgetful(index: Any, lists: Any, cfg: Any, scorer: Any, **options: Any) -> Any:
+        options["memo"].kernel = None  # asked again
+        return real(index, lists, cfg, scorer, **options)
+
+    with arrays_for_every_size(narrow=True):
+        with mock.patch.object(arrays, "select", forgetful):
+            expected = _store(2, 400).recall("order cache team", k=5, explain=True)
+        with mock.patch.object(arrays, "select", spy):
+            got = _store(2, 400).recall("order cache team", k=5, explain=True)
+    assert seen == [None, True]  # the first pass asked; the feedback pass read its answer
+    assert got == expected
