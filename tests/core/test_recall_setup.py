@@ -12,6 +12,7 @@ from unittest import mock
 import pytest
 
 from cuemap_integrations import CueMap, ranking
+from cuemap_integrations.config import RecallConfig
 
 from .test_arrays import arrays_for_every_size
 from .test_topk import _store
@@ -98,3 +99,31 @@ def test_a_recall_asks_the_environment_for_the_kernel_once() -> None:
             got = _store(2, 400).recall("order cache team", k=5, explain=True)
     assert seen == [None, True]  # the first pass asked; the feedback pass read its answer
     assert got == expected
+
+
+@pytest.mark.parametrize("arrays", [False, True])
+def test_a_recall_decides_the_array_path_once(arrays: bool) -> None:
+    """first_pass_hits and both passes' gather take the memo's answer (one _use_arrays a
+    recall), which is _use_arrays' own, and the recall ranks as one asking every time."""
+    from cuemap_integrations import topk
+
+    asked: list[bool] = []
+    real = topk._use_arrays
+
+    def counted(index: Any, cfg: Any) -> bool:
+        asked.append(real(index, cfg))
+        return asked[-1]
+
+    with arrays_for_every_size(narrow=True) if arrays else nullcontext():
+        with mock.patch.object(topk.RecallMemo, "uses_arrays", lambda self, i, c: real(i, c)):
+            expected = _store(3, 400).recall("order cache team", k=5, explain=True)
+        with mock.patch.object(topk, "_use_arrays", counted):
+            got = _store(3, 400).recall("order cache team", k=5, explain=True)
+    assert asked == [arrays]
+    assert got == expected
+    index, cfg = _store(3, 400)._indexes["default"], RecallConfig()
+    with arrays_for_every_size(narrow=True) if arrays else nullcontext():
+        memo = topk.RecallMemo()
+        for depth, k in ((5, 10), (5, 3), (8, 8)):
+            alone = topk.first_pass_hits(index, cfg, k, depth)
+            assert topk.first_pass_hits(index, cfg, k, depth, memo) == alone
