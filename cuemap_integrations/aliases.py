@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .text import CueLexicon, is_cjk, normalize, query_units, stem
+from .text import CueLexicon, is_cjk, normalize, query_units, stem, word_unit
 
 __all__ = ["AliasTable"]
 
@@ -150,7 +150,7 @@ class AliasTable:
             known = (
                 (("alias", group), self._groups[group])
                 if group is not None
-                else (("stem", *query_units(cue)), (cue,))
+                else (_stem_key(cue), (cue,))
             )
             self._concepts[cue] = known
         return known
@@ -181,3 +181,12 @@ class AliasTable:
             for index in self._group_of.get(term, ()):
                 out.update(dict.fromkeys(self._groups[index]))
         return list(out)
+
+
+def _stem_key(cue: str) -> tuple[str, ...]:
+    """The concept key of a cue of no alias group: ``("stem", *query_units(cue))``. A plain
+    word's one unit is found directly (:func:`word_unit`): a cold recall's feedback pass
+    carries ~20 cues never seen before, nearly all plain words, each of which took the
+    general path's normalize, token scan and two memo entries."""
+    unit = word_unit(cue)
+    return ("stem", unit) if unit is not None else ("stem", *query_units(cue))

@@ -525,7 +525,9 @@ def select(
     # The kernel at every size: on one store, query by query in turn with the NumPy path, its
     # CPU per recall was x0.937 of NumPy's at 500k memories and x0.888 at 1M (it had been kept
     # to 300k after an A/B against an older tree, which differed in more than the kernel).
-    described = _described(lists, cfg, _members(index)) if kernel.enabled() else None
+    if memo.kernel is None:
+        memo.kernel = kernel.enabled()
+    described = _described(lists, cfg, _members(index)) if memo.kernel else None
     if described is not None:
         with view.scratch().lock:  # the kernel's output is the scratch's, until we return
             found = _compiled(view, described, cfg, scorer, k, admitted, floor, memo)

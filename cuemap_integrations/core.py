@@ -1022,7 +1022,8 @@ class CueMap:
         depth = self.config.feedback_hits
         if not depth:
             return ranking.ranked_hits(plan, k)
-        first = ranking.scored(plan, first_pass_hits(ranking.index, self.config, k, depth))
+        wide = first_pass_hits(ranking.index, self.config, k, depth, ranking.memo)
+        first = ranking.scored(plan, wide)
         if not first.best:
             return [], [], ranking_trace(plan, first.scored, [])
         lent = self._feedback(ranking.index, read.flat_cues, first)

@@ -15,7 +15,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from functools import partial
-from operator import is_not
+from operator import is_, is_not
 from typing import NamedTuple
 
 from .aliases import AliasTable
@@ -699,12 +699,46 @@ class _Ranked(NamedTuple):
 def _ranked(ranking: Ranking, plan: QueryPlan, k: int) -> _Ranked:
     """The best ``k`` rows of one pass (see :func:`rank`), by the fast scorer when the rules
     allow it."""
-    index, records, cfg, now = ranking.index, ranking.records, ranking.cfg, ranking.now
-    filters, exclude, memo = ranking.filters, ranking.exclude, ranking.memo
-    access_counts, min_score = ranking.access_counts, ranking.min_score
+    index, cfg, min_score = ranking.index, ranking.cfg, ranking.min_score
+    memo = RecallMemo() if ranking.memo is None else ranking.memo
+    setup = _setup(ranking, plan, memo)
+    if setup.fast is None:
+        ranked = _pass_with_rules(
+            index, ranking.records, setup.access, plan, cfg, k, setup.admitted, ranking.now,
+            min_score, _bonus(setup.boosts),
+        )  # fmt: skip
+    else:
+        ranked = _pass(
+            index, plan, cfg, k, setup.fast, ranking.prune, setup.admitted, min_score, memo
+        )
+    return _Ranked(ranked, setup.access, setup.boosts)
+
+
+class _Setup(NamedTuple):
+    """What a pass ranks with besides its plan's lists: who is admitted, each memory's access
+    count, the query's bonuses and the fast scorer (None: some weighted rule is not a built-in
+    one). The same for every pass of one ``ranking`` whose plans name the same period and
+    speakers (a recall's: both plans are its query's, with other carried cues)."""
+
+    key: tuple[object, ...]  # what it was made of (see _setup_key)
+    admitted: Callable[[int], bool]
+    access: Callable[[int], int]
+    boosts: tuple[_Boost, ...]
+    fast: FastScorer | None
+
+
+def _setup(ranking: Ranking, plan: QueryPlan, memo: RecallMemo) -> _Setup:
+    """:class:`_Setup` of ``plan``'s pass, kept in ``memo`` for the recall's next pass (made
+    again for every pass, the scorer, its kernel ranking numbers, the bonuses and the closures
+    cost some ten calls and a NumPy array a pass)."""
+    key = _setup_key(ranking, plan)
+    held: _Setup | None = memo.setup
+    if held is not None and all(map(is_, held.key, key)):
+        return held
+    records, cfg, now = ranking.records, ranking.cfg, ranking.now
+    access_counts = ranking.access_counts
     head = _heads(records)
-    memo = RecallMemo() if memo is None else memo
-    admitted = _admission(records, filters, exclude, now, memo.admitted)
+    admitted = _admission(records, ranking.filters, ranking.exclude, now, memo.admitted)
     counted = records.access_count if isinstance(records, RecordTable) else None
 
     def access(seq: int) -> int:
@@ -714,20 +748,23 @@ def _ranked(ranking: Ranking, plan: QueryPlan, k: int) -> _Ranked:
         return head(seq).access_count if counted is None else counted(seq)
 
     boosts = _boosts(plan, cfg, records)
-    bonus = _bonus(boosts)
-    if not FastScorer.usable(cfg):
-        return _Ranked(
-            _pass_with_rules(index, records, access, plan, cfg, k, admitted, now, min_score, bonus),
-            access,
-            boosts,
-        )
-    fast = FastScorer(
-        cfg, index.docs, now.timestamp(), access, bonus, sum(b.value for b in boosts),
-        memo.priors, memo.bonuses, _bonus_all(boosts),
+    fast = None
+    if FastScorer.usable(cfg):
+        fast = FastScorer(
+            cfg, ranking.index.docs, now.timestamp(), access, _bonus(boosts),
+            sum(b.value for b in boosts), memo.priors, memo.bonuses, _bonus_all(boosts),
+        )  # fmt: skip
+    held = memo.setup = _Setup(key, admitted, access, boosts, fast)
+    return held
+
+
+def _setup_key(ranking: Ranking, plan: QueryPlan) -> tuple[object, ...]:
+    """What a :class:`_Setup` depends on, compared by identity: the ranking's fields but its
+    memo (which holds the setup: no reference cycle), and the plan's period and speakers."""
+    return (
+        ranking.index, ranking.records, ranking.access_counts, ranking.cfg, ranking.filters,
+        ranking.now, ranking.exclude, plan.period, plan.speaker_turns,
     )  # fmt: skip
-    return _Ranked(
-        _pass(index, plan, cfg, k, fast, ranking.prune, admitted, min_score, memo), access, boosts
-    )
 
 
 # every memory is admitted: a C-level callable that is True for any seq (no Python frame per

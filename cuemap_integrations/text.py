@@ -925,6 +925,17 @@ def _query_units_short(text: str) -> tuple[str, ...]:
     return tuple(_query_units(text))
 
 
+def word_unit(word: str) -> str | None:
+    """The one unit :func:`query_units` finds in ``word`` when it is one lower-case ASCII word
+    of letters and digits (most cues a feedback pass carries: its lenders' names and numbers),
+    without the general path's normalize, token scan and memo entries; None for any other
+    string (the same test as :meth:`CueKeys._key_of`'s shortcut; ``tests/core/test_text.py``
+    compares the two ways)."""
+    if word.isascii() and word.isalnum() and word == word.lower():
+        return _STOP_MARK + word if word in STOP_WORDS else _stem(word)
+    return None
+
+
 # --------------------------------------------------------------------------------------------
 # Cue derivation
 # --------------------------------------------------------------------------------------------
@@ -1497,12 +1508,14 @@ class CueKeys:
             return []
         units = query_units(query)
         found: dict[str, None] = {}
-        held, resume = self._held, 0
+        held, firsts, resume = self._held, self._firsts, 0
         for i, unit in enumerate(units):
             # the unit's own cues, asked once: the longest match tries it as its one-unit key
             own = held(unit)
             if i >= resume:
-                resume, cues = self._longest(units, i, own)
+                # _longest's first test here: no key of several units starts at most units
+                # (a call per unit of three lexicons a recall)
+                resume, cues = self._longest(units, i, own) if unit in firsts else (i + 1, own)
                 if cues:
                     found.update(dict.fromkeys(cues))
             if own:

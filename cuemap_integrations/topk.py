@@ -194,6 +194,20 @@ class RecallMemo:
     # a pass over the query's own lists alone that read them whole: the memories they reach
     # and their evidence (arrays._Dense), where a later pass may start from
     dense: Any = None
+    # whether the passes take the array path (_use_arrays: asked once per recall, not in each
+    # pass and by first_pass_hits, each time reading the environment and the weights)
+    arrays: bool | None = None
+    # what a pass ranks with besides its lists (ranking._Setup): made by the first pass
+    setup: Any = None
+    # whether the kernel is on (kernel.enabled, read by arrays.select once per recall: it reads
+    # the environment, a KeyError raised and caught when the variable is not set: ~2 us)
+    kernel: bool | None = None
+
+    def uses_arrays(self, index: NamespaceIndex, cfg: RecallConfig) -> bool:
+        """:func:`_use_arrays` of the recall's index and config, found on the first ask."""
+        if self.arrays is None:
+            self.arrays = _use_arrays(index, cfg)
+        return self.arrays
 
     def lists(self, index: NamespaceIndex, plan: QueryPlan, cfg: RecallConfig) -> list[_List]:
         """Every list of ``plan``: the query's own ones (made on the first pass), then the
@@ -569,18 +583,19 @@ def gather(
     lists = memo.lists(index, plan, cfg)
     floor = memo.floor(plan, k) if scorer is not None else -math.inf
     lists.sort(key=_bound, reverse=True)  # stable: equal bounds keep the plan's order
-    run = _Pass(cfg, k, scorer, scorer.prior_max if scorer is not None else 0.0, admitted)
-    if scorer is not None and _use_arrays(index, cfg):
+    if scorer is not None and memo.uses_arrays(index, cfg):
         chosen: Selected = _arrays_module().select(
             index, lists, cfg, scorer, k=k, admitted=admitted, min_score=min_score, memo=memo,
             floor=floor,
         )  # fmt: skip
         if chosen.evidence is not None:  # the kernel summed it already, in the same order
-            return chosen.evidence
+            return chosen.evidence  # (no _Pass made: its Evidence and four dicts unused)
+        run = _Pass(cfg, k, scorer, scorer.prior_max, admitted)
         run.survivors = run.ev.survivors = chosen.survivors
         for lst in lists:
             run.add(lst)  # exact evidence, for the chosen memories only
         return run.ev
+    run = _Pass(cfg, k, scorer, scorer.prior_max if scorer is not None else 0.0, admitted)
     cap = cfg.weights["session"] * cfg.session_saturation
     rest = rest_bounds(lists, cap)  # what lists i.. can still add to one memory
     done = rest_bounds(lists[::-1], cap)[::-1]  # done[i + 1]: the most lists ..i have given one
@@ -595,15 +610,19 @@ def gather(
     return run.ev
 
 
-def first_pass_hits(index: NamespaceIndex, cfg: RecallConfig, k: int, depth: int) -> int:
-    """How many hits a first pass asks for when its top ``depth`` feed a feedback pass.
+def first_pass_hits(
+    index: NamespaceIndex, cfg: RecallConfig, k: int, depth: int, memo: RecallMemo | None = None
+) -> int:
+    """How many hits a first pass asks for when its top ``depth`` feed a feedback pass
+    (``memo``: the recall's, which keeps whether its passes take the array path).
 
     Where the array path ranks it asks for ``k`` too: its k-th best score lets the feedback
     pass prune from the start (:meth:`RecallMemo.floor`; 100k A/B x0.97). On the Python path
     (small namespaces) the wider first pass costs more than that saves (LoCoMo stores, k=20:
     x1.06), so it asks ``depth``.
     """
-    return max(depth, k) if _use_arrays(index, cfg) else depth
+    arrays = _use_arrays(index, cfg) if memo is None else memo.uses_arrays(index, cfg)
+    return max(depth, k) if arrays else depth
 
 
 def rest_bounds(lists: Sequence[_List], session_cap: float) -> list[float]:

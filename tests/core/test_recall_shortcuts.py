@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cuemap_integrations import CueMap, arrays, core, kernel, ranking, scoring, topk
+from cuemap_integrations import CueMap, arrays, core, kernel, ranking, scoring, text, topk
 from cuemap_integrations.aliases import AliasTable
 from cuemap_integrations.config import RecallConfig
 from cuemap_integrations.ranking import QUERY_SOURCE, Carried, Concept, QueryPlan, plan_query
@@ -924,3 +924,18 @@ def test_recalls_count_each_hit_once_by_the_rankings_seqs() -> None:
         assert len(returned) > 20
         for i in range(60):
             assert cm.get(f"m{i}").access_count == returned.get(f"m{i}", 0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    cue=st.one_of(
+        st.sampled_from([*VOCABULARY, "the", "on", "2023", "2023-05-08", "ice cream", "x-y"]),
+        st.text(st.sampled_from("abcxyz019 -/Ü"), max_size=10),
+    )
+)
+def test_concept_key_of_a_cue_of_no_group_is_its_stem_units(cue: str) -> None:
+    """A cue of no alias group keys its concept by its query units, whether found by the
+    plain-word shortcut (text.word_unit) or the general path."""
+    aliases = AliasTable([("meeting", "会议"), ("cache", "redis")])
+    if aliases.group_of(cue) is None:
+        assert aliases.concept(cue) == (("stem", *text.query_units(cue)), (cue,))

@@ -28,6 +28,7 @@ from cuemap_integrations.text import (
     normalize,
     query_units,
     stem,
+    word_unit,
     words,
 )
 
@@ -248,6 +249,31 @@ def test_query_units() -> None:
     units = query_units("上次订单超时 Orders /ops/clear-cache!")
     assert units == ["上", "次", "订", "单", "超", "时", "order", "/ops/clear-cache"]
     assert query_units("  ,.;  ") == []
+
+
+# plain words (letters and digits, any case), stop words, and anything else
+_WORDISH = st.one_of(
+    st.text(st.sampled_from("abcdefghijklmnopqrstuvwxyzAZ0189"), max_size=14),
+    st.sampled_from(sorted(STOP_WORDS)),
+    st.text(ANY_CHAR, max_size=10),
+)
+
+
+@given(_WORDISH)
+def test_word_unit_is_the_one_query_unit_of_a_plain_word(word: str) -> None:
+    """word_unit (the feedback pass's shortcut for new carried cues) gives the one unit
+    query_units finds, for a lower-case ASCII word of letters and digits, and None else."""
+    unit = word_unit(word)
+    plain = word.isascii() and word.isalnum() and word == word.lower()
+    assert (unit is not None) == plain
+    if unit is not None:
+        assert query_units(word) == [unit]
+
+
+@pytest.mark.parametrize("word", ["orders", "caroline", "2023", "the", "on", "a1b2", "lgbtq"])
+def test_word_unit_examples(word: str) -> None:
+    assert [word_unit(word)] == query_units(word)
+    assert word_unit(word.capitalize() if word.isalpha() else word + "-x") is None
 
 
 # --- word lists -----------------------------------------------------------------------------
