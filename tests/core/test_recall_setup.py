@@ -4,7 +4,6 @@ shared by its passes: differential tests against a setup made again for every pa
 
 from __future__ import annotations
 
-from contextlib import nullcontext
 from itertools import count
 from typing import Any
 from unittest import mock
@@ -15,7 +14,7 @@ from cuemap_integrations import CueMap, ranking
 from cuemap_integrations.config import RecallConfig
 
 from .test_arrays import arrays_for_every_size
-from .test_topk import _store
+from .test_topk import _store, python_pass
 
 pytest.importorskip("numpy")
 
@@ -47,7 +46,7 @@ def test_a_setup_shared_by_the_passes_ranks_as_one_made_per_pass(
         made += 1
         return real(*args)
 
-    with arrays_for_every_size(narrow=True) if arrays else nullcontext():
+    with arrays_for_every_size(narrow=True) if arrays else python_pass():
         with mock.patch.object(ranking, "_setup_key", lambda *_: (next(fresh),)):
             expected = _recalls(_store(seed, 400), **options)
         with mock.patch.object(ranking, "_boosts", counted):
@@ -114,7 +113,7 @@ def test_a_recall_decides_the_array_path_once(arrays: bool) -> None:
         asked.append(real(index, cfg))
         return asked[-1]
 
-    with arrays_for_every_size(narrow=True) if arrays else nullcontext():
+    with arrays_for_every_size(narrow=True) if arrays else python_pass():
         with mock.patch.object(topk.RecallMemo, "uses_arrays", lambda self, i, c: real(i, c)):
             expected = _store(3, 400).recall("order cache team", k=5, explain=True)
         with mock.patch.object(topk, "_use_arrays", counted):
@@ -122,7 +121,7 @@ def test_a_recall_decides_the_array_path_once(arrays: bool) -> None:
     assert asked == [arrays]
     assert got == expected
     index, cfg = _store(3, 400)._indexes["default"], RecallConfig()
-    with arrays_for_every_size(narrow=True) if arrays else nullcontext():
+    with arrays_for_every_size(narrow=True) if arrays else python_pass():
         memo = topk.RecallMemo()
         for depth, k in ((5, 10), (5, 3), (8, 8)):
             alone = topk.first_pass_hits(index, cfg, k, depth)
