@@ -969,10 +969,18 @@ def _bonus_all(boosts: Sequence[_Boost]) -> Callable[[list[int]], list[float]] |
     if len(boosts) == 1:
         value, held = boosts[0].value, boosts[0].held
         return lambda seqs: [value if h else 0.0 for h in held(seqs)]
-    return lambda seqs: [
-        sum(b.value for b, h in zip(boosts, each, strict=True) if h)
-        for each in zip(*(b.held(seqs) for b in boosts), strict=True)
-    ]
+
+    def total(seqs: list[int]) -> list[float]:
+        # boost by boost over all the seqs: the sums :func:`_bonus` makes, added in the same
+        # order from sum()'s int 0 (a generator per memory was ~5 % of a LoCoMo store's recall,
+        # whose questions name a speaker and a date)
+        sums: list[float] = [0] * len(seqs)
+        for boost in boosts:
+            value = boost.value
+            sums = [s + value if h else s for s, h in zip(sums, boost.held(seqs), strict=True)]
+        return sums
+
+    return total
 
 
 def _bonus(boosts: Sequence[_Boost]) -> Callable[[int], float] | None:

@@ -625,6 +625,7 @@ def test_bonuses_of_many_memories_equal_the_bonus_of_each(
             assert (one is None) == (many is None) == (not boosts)
             if one is not None and many is not None:
                 assert many(seqs) == [one(seq) for seq in seqs]
+                assert list(map(repr, many(seqs))) == [repr(one(seq)) for seq in seqs]
                 assert any(many(seqs))
 
 
