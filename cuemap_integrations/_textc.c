@@ -2018,6 +2018,92 @@ static PyObject *textc_derive_plain(PyObject *self, PyObject *const *args, Py_ss
     return result;
 }
 
+/* A new instance of the tuple subclass cls (a NamedTuple: textkeys.TextKeys) holding a, b, c
+ * (new references taken); NULL on error. What tuple.__new__(cls, (a, b, c)) makes, without
+ * the Python __new__ a NamedTuple's call runs. */
+static PyObject *subtuple3(PyTypeObject *cls, PyObject *a, PyObject *b, PyObject *c) {
+    PyObject *t = cls->tp_alloc(cls, 3);
+    if (t == NULL) {
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        Py_XDECREF(c);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(t, 0, a);
+    PyTuple_SET_ITEM(t, 1, b);
+    PyTuple_SET_ITEM(t, 2, c);
+    return t;
+}
+
+/* The spec memo_derived reads: (keys, derived, TextKeys, find_in, fallback, limit, stop_words,
+ * calendar_words, units, web_parts, stems, vocab), see textkeys.TextMemo.derive. */
+enum {
+    MD_KEYS, MD_DERIVED, MD_TEXTKEYS, MD_FIND_IN, MD_FALLBACK, MD_LIMIT, MD_SETS, MD_STEMS = 10,
+    MD_VOCAB, MD_SIZE
+};
+
+/* The text keys of plain content into keys[content] (unless there) from derive_plain's
+ * (cues, text, stems, terms); its cues as a new tuple into derived[content], returned. */
+static PyObject *memo_keep(PyObject *const *spec, PyObject *content, PyObject *plain) {
+    PyObject *cues = PyTuple_GET_ITEM(plain, 0), *text = PyTuple_GET_ITEM(plain, 1);
+    PyObject *stems = PyTuple_GET_ITEM(plain, 2), *terms = PyTuple_GET_ITEM(plain, 3);
+    int held = PyDict_Contains(spec[MD_KEYS], content);
+    if (held < 0) return NULL;
+    if (!held) {
+        /* TextMemo.derived_cues: no stem of the alias table's terms (most texts), nothing to
+         * find in ASCII text */
+        PyObject *found = PySet_GET_SIZE(stems)
+                              ? PyObject_CallFunctionObjArgs(spec[MD_FIND_IN], text, stems, NULL)
+                              : PyList_New(0);
+        if (found == NULL) return NULL;
+        PyObject *keys = subtuple3((PyTypeObject *)spec[MD_TEXTKEYS], Py_NewRef(text), found,
+                                   Py_NewRef(terms));
+        int rc = keys == NULL ? -1 : PyDict_SetItem(spec[MD_KEYS], content, keys);
+        Py_XDECREF(keys);
+        if (rc < 0) return NULL;
+    }
+    PyObject *derived = PyList_AsTuple(cues);
+    if (derived == NULL || PyDict_SetItem(spec[MD_DERIVED], content, derived) < 0) {
+        Py_XDECREF(derived);
+        return NULL;
+    }
+    return derived;
+}
+
+/* memo_derived(spec, content): textkeys.TextMemo.derived_cues(content) (spec: see MD_*) for
+ * plain ASCII content (derive_plain's), its text keys and cues kept in the memo's dicts as
+ * that method keeps them; any other content goes to the method (spec's fallback). */
+static PyObject *textc_memo_derived(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyTuple_CheckExact(args[0]) || PyTuple_GET_SIZE(args[0]) != MD_SIZE ||
+        !PyDict_CheckExact(PyTuple_GET_ITEM(args[0], MD_KEYS)) ||
+        !PyDict_CheckExact(PyTuple_GET_ITEM(args[0], MD_DERIVED)) ||
+        !PyType_Check(PyTuple_GET_ITEM(args[0], MD_TEXTKEYS)) ||
+        !PyType_IsSubtype((PyTypeObject *)PyTuple_GET_ITEM(args[0], MD_TEXTKEYS),
+                          &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "memo_derived(spec, content): see TextMemo.derive");
+        return NULL;
+    }
+    PyObject *const *spec = &PyTuple_GET_ITEM(args[0], 0), *content = args[1];
+    if (!PyUnicode_CheckExact(content) || !PyUnicode_IS_ASCII(content))
+        return PyObject_CallOneArg(spec[MD_FALLBACK], content);
+    PyObject *call[8] = {content,           spec[MD_LIMIT],     spec[MD_SETS],
+                         spec[MD_SETS + 1], spec[MD_SETS + 2], spec[MD_SETS + 3],
+                         spec[MD_STEMS],    spec[MD_VOCAB]};
+    PyObject *plain = textc_derive_plain(self, call, 8);
+    if (plain == NULL) return NULL;
+    if (plain == Py_None) { /* a digit, "`" or "/": the regex rules' (~3 %) */
+        Py_DECREF(plain);
+        return PyObject_CallOneArg(spec[MD_FALLBACK], content);
+    }
+    PyObject *derived = PyTuple_CheckExact(plain) && PyTuple_GET_SIZE(plain) == 4
+                            ? memo_keep(spec, content, plain)
+                            : NULL;
+    if (derived == NULL && !PyErr_Occurred())
+        PyErr_SetString(PyExc_SystemError, "memo_derived: derive_plain's result");
+    Py_DECREF(plain);
+    return derived;
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* A record row's packed cues: recordtable._packed_cues                                      */
 /* ---------------------------------------------------------------------------------------- */
@@ -5092,6 +5178,8 @@ static PyMethodDef methods[] = {
     {"derive_keys", textc_derive_keys, METH_VARARGS, "text.derive_cues_and_keys (ASCII)."},
     {"derive_plain", (PyCFunction)(void (*)(void))textc_derive_plain, METH_FASTCALL,
      "derive_keys of plain ASCII content."},
+    {"memo_derived", (PyCFunction)(void (*)(void))textc_memo_derived, METH_FASTCALL,
+     "textkeys.TextMemo.derived_cues of plain ASCII content."},
     {"pack_cues", textc_pack_cues, METH_VARARGS, "recordtable._packed_cues."},
     {"flush_postings", textc_flush_postings, METH_VARARGS, "index.NamespaceIndex.flush's postings."},
     {"id_slot", textc_id_slot, METH_VARARGS, "keytables._id_slot."},
@@ -5129,7 +5217,7 @@ PyMODINIT_FUNC PyInit__textc(void) {
         (SHARED_NAME = PyUnicode_InternFromString("_shared")) == NULL)
         return NULL;
     PyObject *m = PyModule_Create(&module);
-    if (m != NULL && (PyModule_AddIntConstant(m, "ABI_VERSION", 12) < 0 ||
+    if (m != NULL && (PyModule_AddIntConstant(m, "ABI_VERSION", 13) < 0 ||
                       PyModule_AddObjectRef(m, "StemMemo", (PyObject *)&StemMemoType) < 0 ||
                       add_record_of(m) < 0 || add_screen(m) < 0 || add_new_record(m) < 0))
         Py_CLEAR(m);

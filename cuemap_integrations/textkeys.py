@@ -13,9 +13,11 @@ holds the store's lock), so using it cannot change a result.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import NamedTuple
 
+from . import text as _text
 from .aliases import AliasTable
 from .lifecycle import ContentKey, content_digest
 from .records import MemoryRecord
@@ -43,6 +45,9 @@ def index_cues(record: MemoryRecord, keys: TextKeys, aliases: AliasTable) -> lis
     """The cues to index ``record`` under: its cues and the alias terms of its content
     (``keys``), each with its equivalent terms, without duplicates."""
     return aliases.expand([*record.cues, *keys.aliases])
+
+
+_DERIVE_LIMIT = 48  # derive_cues_and_keys' default limit, which derived_cues takes
 
 
 class TextMemo:
@@ -87,6 +92,22 @@ class TextMemo:
             self._keys[content] = TextKeys(text, found, terms)
         derived = self._derived[content] = tuple(cues)
         return derived
+
+    def derive(self) -> Callable[[str], tuple[str, ...]]:
+        """:meth:`derived_cues`, as ``_textc.memo_derived`` when the text extension is there:
+        for plain ASCII content (no digit, "`" or "/": most memories) it derives the cues and
+        keeps them and the text keys in this memo's dicts in one C call, and calls
+        :meth:`derived_cues` for any other content. The method's Python frames (and
+        :func:`derive_cues_and_keys`', and the :class:`TextKeys` call) cost ~15,000
+        instructions a bench memory around the ~34,000 of the C derivation. A new object per
+        batch (``CueMap._layout``'s): the memo holds no reference to it (no cycle)."""
+        compiled = _text._C  # read per call: None (patched) means the Python rules alone
+        if compiled is None:
+            return self.derived_cues
+        sets = (_text.STOP_WORDS, _text._CALENDAR_WORDS, _text._UNIT_SET, _text._WEB_PARTS)
+        spec = (self._keys, self._derived, TextKeys, self._aliases.find_in, self.derived_cues,
+                _DERIVE_LIMIT, *sets, _text._STEMS, self._vocab)  # fmt: skip
+        return partial(compiled.memo_derived, spec)
 
     def index_cues(self, record: MemoryRecord, keys: TextKeys) -> Sequence[str]:
         """:func:`index_cues` of ``record`` (``keys``: its content's), which is its own cue

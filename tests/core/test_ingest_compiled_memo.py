@@ -1,0 +1,76 @@
+"""Ingest shortcuts of the fresh-store bulk path, each against what it replaces: the batch memo's
+compiled cue derivation (``TextMemo.derive``)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cuemap_integrations import text as text_module
+from cuemap_integrations.aliases import AliasTable
+from cuemap_integrations.config import RecallConfig
+from cuemap_integrations.textkeys import TextKeys, TextMemo
+from tests.core.ingest_corpus import FRAGMENTS
+from tests.core.test_ingest_equivalence import ASCII_TEXT, MIXED_TEXT
+
+needs_textc = pytest.mark.skipif(text_module._C is None, reason="the text extension is not built")
+
+_ALIAS_TEXT = st.lists(
+    st.sampled_from(
+        ["the db", "timed out", "time out", "database", "back up", "logs", "on call", "pager",
+         "Redis", "port 8001", "it's", "2024-05-01", "`make`", "a/b", "超时", "—", "é", "x"]
+    ),
+    max_size=8,
+).map(" ".join)  # fmt: skip
+_TABLES = [
+    AliasTable(RecallConfig().aliases),
+    AliasTable([("on call", "pager"), ("db", "数据库")]),  # a phrase starting with a stop word
+    AliasTable(),
+]
+
+
+def _memo_state(memo: TextMemo) -> tuple[object, ...]:
+    return dict(memo._keys), dict(memo._derived), {type(k) for k in memo._keys.values()}
+
+
+@needs_textc
+@pytest.mark.parametrize("table", range(len(_TABLES)))
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(ASCII_TEXT, MIXED_TEXT, _ALIAS_TEXT, st.sampled_from(FRAGMENTS)),
+                max_size=4))  # fmt: skip
+def test_the_compiled_derivation_keeps_what_derived_cues_keeps(
+    table: int, contents: list[str]
+) -> None:
+    """The same cues, and the same text keys and cue tuples kept in the memo (a content given
+    twice keeps its first keys and its last tuple), for every kind of content: the compiled
+    path takes plain ASCII, the method the rest."""
+    aliases = _TABLES[table]
+    compiled, reference = TextMemo(aliases), TextMemo(aliases)
+    derive = compiled.derive()
+    assert derive is not compiled.derived_cues  # the C call (the extension is built)
+    for content in [*contents, *contents[:1]]:
+        cues = derive(content)
+        assert type(cues) is tuple
+        assert cues == reference.derived_cues(content)
+        assert compiled._derived[content] is cues  # the very tuple index_cues_of compares
+    assert _memo_state(compiled) == _memo_state(reference)
+    assert {type(k) for k in compiled._keys.values()} <= {TextKeys}
+
+
+@needs_textc
+def test_the_compiled_derivation_falls_back_for_content_it_does_not_take() -> None:
+    memo = TextMemo(_TABLES[0])
+    asked: list[str] = []
+    derived_cues = memo.derived_cues
+    memo.derived_cues = lambda content: asked.append(content) or derived_cues(content)  # type: ignore[method-assign]
+    derive = memo.derive()
+    for content in ("port 8001 is up", "see `make`", "a/b", "café au lait", "plain words here"):
+        derive(content)
+    assert asked == ["port 8001 is up", "see `make`", "a/b", "café au lait"]
+
+
+def test_without_the_extension_the_memo_derives_in_python(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(text_module, "_C", None)
+    memo = TextMemo(_TABLES[0])
+    assert memo.derive() == memo.derived_cues
