@@ -1,5 +1,6 @@
 """Ingest shortcuts of the fresh-store bulk path, each against what it replaces: the batch memo's
-compiled cue derivation (``TextMemo.derive``)."""
+compiled cue derivation (``TextMemo.derive``) and the alias probes a text's stems start
+(``AliasTable.find_in``)."""
 
 from __future__ import annotations
 
@@ -74,3 +75,22 @@ def test_without_the_extension_the_memo_derives_in_python(monkeypatch: pytest.Mo
     monkeypatch.setattr(text_module, "_C", None)
     memo = TextMemo(_TABLES[0])
     assert memo.derive() == memo.derived_cues
+
+
+@pytest.mark.parametrize("table", range(len(_TABLES)))
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(MIXED_TEXT, _ALIAS_TEXT))
+def test_the_probes_a_text_starts_find_what_every_probe_finds(table: int, text: str) -> None:
+    aliases = _TABLES[table]
+    normalized = text_module.normalize(text)
+    stems = text_module.word_stems(normalized)
+    found = aliases.find_in(normalized, stems)
+    probes = aliases._probes()
+    expected = [
+        term for term, key, phrase in probes
+        if (key is not None and key in stems)
+        or (key is None and phrase is None and not normalized.isascii() and term in normalized)
+        or (phrase is not None and aliases._needs[phrase] <= stems
+            and f" {phrase} " in " " + " ".join(text_module.query_units(normalized)) + " ")
+    ]  # fmt: skip
+    assert found == expected
