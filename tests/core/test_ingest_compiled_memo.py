@@ -1,6 +1,7 @@
 """Ingest shortcuts of the fresh-store bulk path, each against what it replaces: the batch memo's
-compiled cue derivation (``TextMemo.derive``) and the alias probes a text's stems start
-(``AliasTable.find_in``)."""
+compiled cue derivation (``TextMemo.derive``), the alias probes a text's stems start
+(``AliasTable.find_in``) and the scan-then-replace translation of text that is not ASCII
+(``text._translated``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cuemap_integrations import redact as redact_module
 from cuemap_integrations import text as text_module
 from cuemap_integrations.aliases import AliasTable
 from cuemap_integrations.config import RecallConfig
@@ -94,3 +96,39 @@ def test_the_probes_a_text_starts_find_what_every_probe_finds(table: int, text: 
             and f" {phrase} " in " " + " ".join(text_module.query_units(normalized)) + " ")
     ]  # fmt: skip
     assert found == expected
+
+
+# Text holding what the tables change (punctuation, control and fold letters) among others
+_CHANGED = st.text(
+    alphabet=st.sampled_from(
+        ["a", "B", " ", "\t", "\x00", "\x85", "\x9f", "é", "😀", "超", "—", "–", "“", "”", "…",
+         "。", "，", "\u3000", "～", "İ", "ı", "ſ", "K", "k", "\ud800"]
+    ),
+    max_size=40,
+)  # fmt: skip
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.one_of(_CHANGED, MIXED_TEXT, st.text(max_size=40)))
+def test_the_scan_then_replace_translation_is_translate(text: str) -> None:
+    for table, changes in (
+        (text_module._PUNCT_TABLE, text_module._PUNCT_CHANGES),
+        (text_module._NORMALIZE_TABLE, text_module._NORMALIZE_CHANGES),
+        (redact_module._FOLD, redact_module._FOLD_CHANGES),
+    ):
+        assert text_module._translated(text, table, changes) == text.translate(table)
+    assert redact_module._folded(text) == text.translate(redact_module._FOLD).lower()
+
+
+def test_the_replacements_hold_no_character_a_table_changes() -> None:
+    """What lets _translated replace one character after another in any order."""
+    for table, changes in (
+        (text_module._PUNCT_TABLE, text_module._PUNCT_CHANGES),
+        (text_module._NORMALIZE_TABLE, text_module._NORMALIZE_CHANGES),
+        (redact_module._FOLD, redact_module._FOLD_CHANGES),
+    ):
+        changed = {chr(cp) for cp, to in table.items() if to != chr(cp)}
+        assert set(changes.findall("".join(map(chr, range(0x3100))))) == {
+            c for c in changed if ord(c) < 0x3100
+        }
+        assert not any(changes.search(to) for to in table.values())
