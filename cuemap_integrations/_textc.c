@@ -3118,6 +3118,134 @@ static PyObject *textc_digest_slot(PyObject *self, PyObject *args) {
     return at == PY_SSIZE_T_MIN ? NULL : PyLong_FromSsize_t(at);
 }
 
+/* Whether seq fits a slot of the table (an array "i" or "q": a seq past 2**31 - 1 widens "i"). */
+static int slot_fits(const Py_buffer *slots, int64_t seq) {
+    return slots->itemsize >= 8 || seq < ((int64_t)1 << (8 * slots->itemsize - 1));
+}
+
+static void slot_write(const Py_buffer *slots, Py_ssize_t at, int64_t seq) {
+    switch (slots->itemsize) {
+    case 1: ((int8_t *)slots->buf)[at] = (int8_t)seq; break;
+    case 2: ((int16_t *)slots->buf)[at] = (int16_t)seq; break;
+    case 4: ((int32_t *)slots->buf)[at] = (int32_t)seq; break;
+    default: ((int64_t *)slots->buf)[at] = seq;
+    }
+}
+
+/* seqs[i] as a seq a table takes (an exact int >= 0 that fits its slots), or -1. */
+static int64_t place_seq(const Py_buffer *slots, PyObject *const *seqs, Py_ssize_t i) {
+    if (!PyLong_CheckExact(seqs[i])) return -1;
+    int overflow;
+    long long seq = PyLong_AsLongLongAndOverflow(seqs[i], &overflow);
+    return overflow || seq < 0 || !slot_fits(slots, seq) ? -1 : (int64_t)seq;
+}
+
+/* The writable slots and the two sequences of a place call (n: their common length, -1
+ * when they differ). 0, or -1 with an error (nothing to release). */
+static int place_args(PyObject *slots, PyObject *keys, PyObject *seqs, Py_buffer *view,
+                      PyObject **fast, Py_ssize_t *n) {
+    if (slots_view(slots, view) < 0) return -1;
+    if (view->readonly) {
+        PyBuffer_Release(view);
+        PyErr_SetString(PyExc_TypeError, "keytables: slots must be writable");
+        return -1;
+    }
+    fast[0] = PySequence_Fast(keys, "keytables: keys must be a sequence");
+    fast[1] = fast[0] == NULL ? NULL : PySequence_Fast(seqs, "keytables: seqs must be a sequence");
+    if (fast[1] == NULL) {
+        Py_XDECREF(fast[0]);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    *n = PySequence_Fast_GET_SIZE(fast[0]);
+    if (*n != PySequence_Fast_GET_SIZE(fast[1])) *n = -1;
+    return 0;
+}
+
+/* digests_place(slots, held, digests, seqs, start, room): SeqsByDigest.add_many's step for
+ * each digest from digests[start] on, at most room of them: a 16-byte digest no slot holds,
+ * written at its seq in held (a bytearray already long enough) and its seq into the probe's
+ * free slot. Returns where it stopped: at the end, past room, or at the first pair it leaves
+ * to the Python step (a digest held, or not 16 bytes of bytes; a seq < 0, past held or
+ * past the slots' width; sequences of different lengths). */
+static PyObject *textc_digests_place(PyObject *self, PyObject *args) {
+    PyObject *slots, *held, *keys, *seqs, *fast[2];
+    Py_ssize_t i, room, n;
+    Py_buffer view, buf;
+    if (!PyArg_ParseTuple(args, "OOOOnn:digests_place", &slots, &held, &keys, &seqs, &i, &room))
+        return NULL;
+    if (place_args(slots, keys, seqs, &view, fast, &n) < 0) return NULL;
+    if (PyObject_GetBuffer(held, &buf, PyBUF_WRITABLE) < 0) {
+        n = PY_SSIZE_T_MIN;
+    } else {
+        PyObject *const *digests = PySequence_Fast_ITEMS(fast[0]);
+        PyObject *const *numbers = PySequence_Fast_ITEMS(fast[1]);
+        for (Py_ssize_t end = i + room; i >= 0 && i < n && i < end; i++) {
+            PyObject *digest = digests[i];
+            int64_t seq = place_seq(&view, numbers, i);
+            if (!PyBytes_CheckExact(digest) || PyBytes_GET_SIZE(digest) != 16 || seq < 0 ||
+                seq > ((int64_t)buf.len - 16) / 16)
+                break;
+            const unsigned char *key = (const unsigned char *)PyBytes_AS_STRING(digest);
+            uint64_t h = 0; /* int.from_bytes(digest[:8], "little") */
+            for (int b = 7; b >= 0; b--) h = (h << 8) | key[b];
+            DigestProbe p = {buf.buf, key, buf.len, 16};
+            Py_ssize_t at = probe(&view, h, digest_matches, &p);
+            if (at == PY_SSIZE_T_MIN) {
+                n = PY_SSIZE_T_MIN;
+                break;
+            }
+            if (at >= 0) break; /* held: its seqs join the dict of several */
+            memcpy((unsigned char *)buf.buf + 16 * seq, key, 16);
+            slot_write(&view, -1 - at, seq);
+        }
+        PyBuffer_Release(&buf);
+    }
+    PyBuffer_Release(&view);
+    Py_DECREF(fast[0]);
+    Py_DECREF(fast[1]);
+    return n == PY_SSIZE_T_MIN ? NULL : PyLong_FromSsize_t(i);
+}
+
+/* ids_place(slots, ids, memory_ids, seqs, start, room): SeqOf.set_many's step for each id
+ * from memory_ids[start] on, at most room of them, into one namespace's table: an id no slot
+ * holds, whose seq (>= 0, within ids, fitting the slots) stands for no id yet, written at its
+ * seq in ids (a list) and its seq into the probe's free slot. Returns where it stopped, as
+ * digests_place. */
+static PyObject *textc_ids_place(PyObject *self, PyObject *args) {
+    PyObject *slots, *ids, *keys, *seqs, *fast[2];
+    Py_ssize_t i, room, n;
+    Py_buffer view;
+    if (!PyArg_ParseTuple(args, "OO!OOnn:ids_place", &slots, &PyList_Type, &ids, &keys, &seqs,
+                          &i, &room))
+        return NULL;
+    if (place_args(slots, keys, seqs, &view, fast, &n) < 0) return NULL;
+    PyObject *const *memory_ids = PySequence_Fast_ITEMS(fast[0]);
+    PyObject *const *numbers = PySequence_Fast_ITEMS(fast[1]);
+    for (Py_ssize_t end = i + room; i >= 0 && i < n && i < end; i++) {
+        int64_t seq = place_seq(&view, numbers, i);
+        if (seq < 0 || seq >= PyList_GET_SIZE(ids) || PyList_GET_ITEM(ids, seq) != Py_None)
+            break;
+        IdProbe p = {ids, memory_ids[i]};
+        Py_hash_t h = PyObject_Hash(p.memory_id);
+        Py_ssize_t at = h == -1 ? PY_SSIZE_T_MIN : probe(&view, (uint64_t)h, id_matches, &p);
+        if (at == PY_SSIZE_T_MIN) {
+            n = PY_SSIZE_T_MIN;
+            break;
+        }
+        /* held, or the probe's comparison changed the list (not for str ids) */
+        if (at >= 0 || seq >= PyList_GET_SIZE(ids) || PyList_GET_ITEM(ids, seq) != Py_None)
+            break;
+        PyList_SET_ITEM(ids, seq, Py_NewRef(p.memory_id));
+        Py_DECREF(Py_None);
+        slot_write(&view, -1 - at, seq);
+    }
+    PyBuffer_Release(&view);
+    Py_DECREF(fast[0]);
+    Py_DECREF(fast[1]);
+    return n == PY_SSIZE_T_MIN ? NULL : PyLong_FromSsize_t(i);
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* A memory's SQLite row (store._py_record_rows): each record's statement parameters in one
  * call for a whole batch. What is not plain (a cue or metadata string JSON escapes, nested or
@@ -5184,6 +5312,8 @@ static PyMethodDef methods[] = {
     {"flush_postings", textc_flush_postings, METH_VARARGS, "index.NamespaceIndex.flush's postings."},
     {"id_slot", textc_id_slot, METH_VARARGS, "keytables._id_slot."},
     {"digest_slot", textc_digest_slot, METH_VARARGS, "keytables._digest_slot."},
+    {"digests_place", textc_digests_place, METH_VARARGS, "SeqsByDigest.add_many's step."},
+    {"ids_place", textc_ids_place, METH_VARARGS, "SeqOf.set_many's step."},
     {"record_rows", textc_record_rows, METH_VARARGS, "store._py_record_rows."},
     {"insert_groups", textc_insert_groups, METH_VARARGS, "store._py_insert_groups."},
     {"packed_row", textc_packed_row, METH_VARARGS, "recordtable._py_packed_row."},
@@ -5217,7 +5347,7 @@ PyMODINIT_FUNC PyInit__textc(void) {
         (SHARED_NAME = PyUnicode_InternFromString("_shared")) == NULL)
         return NULL;
     PyObject *m = PyModule_Create(&module);
-    if (m != NULL && (PyModule_AddIntConstant(m, "ABI_VERSION", 13) < 0 ||
+    if (m != NULL && (PyModule_AddIntConstant(m, "ABI_VERSION", 14) < 0 ||
                       PyModule_AddObjectRef(m, "StemMemo", (PyObject *)&StemMemoType) < 0 ||
                       add_record_of(m) < 0 || add_screen(m) < 0 || add_new_record(m) < 0))
         Py_CLEAR(m);
