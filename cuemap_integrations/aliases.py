@@ -178,6 +178,10 @@ class AliasTable:
         """The terms of group number ``group``."""
         return self._groups[group]
 
+    def terms(self) -> frozenset[str]:
+        """Every term of a group: ``holds_any(terms)`` is ``not terms().isdisjoint(terms)``."""
+        return frozenset(self._group_of)
+
     def holds_any(self, terms: Iterable[str]) -> bool:
         """Whether some of ``terms`` is a term of a group (else :meth:`expand` adds nothing)."""
         return not self._group_of.keys().isdisjoint(terms)

@@ -65,6 +65,7 @@ class TextMemo:
         self._content_keys: dict[tuple[str, str], ContentKey] = {}
         self._derived: dict[str, tuple[str, ...]] = {}  # content -> the cues derived here
         self._vocab = aliases.stems_read()  # the table cannot change during the batch
+        self._terms = aliases.terms()  # likewise
 
     def keys(self, content: str) -> TextKeys:
         """The text keys of ``content``, computed on first use."""
@@ -120,12 +121,13 @@ class TextMemo:
         self, records: Sequence[MemoryRecord], keys: Sequence[TextKeys]
     ) -> list[Sequence[str]]:
         """:meth:`index_cues` of each record (``keys``: its content's), without a method
-        call per record."""
-        derived, holds_any = self._derived.get, self._aliases.holds_any
+        call per record (nor one of ``AliasTable.holds_any``: the set of the table's terms
+        tells, where the dict view's test of a record's twenty cues was ~4,700 instructions)."""
+        derived, terms = self._derived.get, self._terms
         return [
             record.cues
             if not key.aliases and record.cues is derived(record.content)
-            and not holds_any(record.cues)
+            and terms.isdisjoint(record.cues)
             else index_cues(record, key, self._aliases)
             for record, key in zip(records, keys, strict=True)
         ]  # fmt: skip

@@ -1,9 +1,11 @@
 """Ingest shortcuts of the fresh-store bulk path, each against what it replaces: the batch memo's
 compiled cue derivation (``TextMemo.derive``), the alias probes a text's stems start
 (``AliasTable.find_in``) and the scan-then-replace translation of text that is not ASCII
-(``text._translated``)."""
+(``text._translated``), and the memo's index cues."""
 
 from __future__ import annotations
+
+from datetime import datetime, timezone
 
 import pytest
 from hypothesis import given, settings
@@ -13,10 +15,14 @@ from cuemap_integrations import redact as redact_module
 from cuemap_integrations import text as text_module
 from cuemap_integrations.aliases import AliasTable
 from cuemap_integrations.config import RecallConfig
-from cuemap_integrations.textkeys import TextKeys, TextMemo
+from cuemap_integrations.errors import ValidationError
+from cuemap_integrations.records import MemoryRecord
+from cuemap_integrations.text import normalize
+from cuemap_integrations.textkeys import TextKeys, TextMemo, index_cues
 from tests.core.ingest_corpus import FRAGMENTS
 from tests.core.test_ingest_equivalence import ASCII_TEXT, MIXED_TEXT
 
+_T = datetime(2026, 1, 2, tzinfo=timezone.utc)
 needs_textc = pytest.mark.skipif(text_module._C is None, reason="the text extension is not built")
 
 _ALIAS_TEXT = st.lists(
@@ -132,3 +138,36 @@ def test_the_replacements_hold_no_character_a_table_changes() -> None:
             c for c in changed if ord(c) < 0x3100
         }
         assert not any(changes.search(to) for to in table.values())
+
+
+@pytest.mark.parametrize("table", range(len(_TABLES)))
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(_ALIAS_TEXT, MIXED_TEXT), min_size=1, max_size=4), st.data())
+def test_the_memo_index_cues_are_those_of_index_cues(
+    table: int, contents: list[str], data: st.DataObject
+) -> None:
+    """TextMemo.index_cues_of (the table's term set for holds_any) against index_cues, for
+    records whose cues are the ones derived (an alias term among them or not) or given."""
+    aliases = _TABLES[table]
+    memo = TextMemo(aliases)
+    records = []
+    for at, content in enumerate(contents):
+        content = content.replace("\x00", " ")
+        if not normalize(content):
+            continue
+        cues = memo.derived_cues(content)
+        if data.draw(st.booleans()):  # cues given: an alias term, maybe
+            cues = tuple(data.draw(st.lists(st.sampled_from(["db", "timeout", "x", "port"]),
+                                            min_size=1, max_size=3, unique=True)))  # fmt: skip
+            if data.draw(st.booleans()):  # as if derived: only the term set tells
+                memo._derived[content] = cues
+        try:
+            records.append(MemoryRecord(memory_id=f"m{at}", content=content, created_at=_T,
+                                        updated_at=_T, cues=cues))  # fmt: skip
+        except ValidationError:  # not a valid content (a lone surrogate...)
+            continue
+    keys = memo.keys_of([record.content for record in records])
+    pairs = zip(records, keys, strict=True)
+    expected = [index_cues(record, key, aliases) for record, key in pairs]
+    assert list(map(list, memo.index_cues_of(records, keys))) == expected
+    assert aliases.terms() == {term for group in aliases._groups for term in group}
