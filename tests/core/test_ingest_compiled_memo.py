@@ -171,3 +171,44 @@ def test_the_memo_index_cues_are_those_of_index_cues(
     expected = [index_cues(record, key, aliases) for record, key in pairs]
     assert list(map(list, memo.index_cues_of(records, keys))) == expected
     assert aliases.terms() == {term for group in aliases._groups for term in group}
+
+
+def _plainly_clean_before(metadata: object) -> bool:
+    """redact._plainly_clean as it was: every key screened."""
+    if type(metadata) is not dict:
+        return False
+    for key, value in metadata.items():
+        if type(key) is not str or not key.isascii() or redact_module._may_hold_secret(key):
+            return False
+        kind = type(value)
+        if kind is str:
+            if not value.isascii() or redact_module._secret_key_class(key) is not None:
+                return False
+            if redact_module._may_hold_secret(value):
+                return False
+        elif kind is float:
+            if value != value or value in (float("inf"), float("-inf")):
+                return False
+        elif kind not in (int, bool, type(None)):
+            return False
+    return True
+
+
+class _Key(str):
+    """A str subclass key, equal to a plain one the cache may hold."""
+
+
+_META_KEYS = st.sampled_from(["i", "session", "password", "api_key", "<b>", "naïve", "ok_1",
+                              _Key("i"), "key: sk-abcdefghijklmnopqrstu"])  # fmt: skip
+_META_VALUES = st.one_of(st.integers(), st.none(), st.booleans(), st.floats(),
+                         st.sampled_from(["x", "hunter2", "é", "Bearer abcdefghijklmnop1234"]))  # fmt: skip
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.dictionaries(_META_KEYS, _META_VALUES, max_size=3), max_size=4))
+def test_plainly_clean_metadata_with_the_clean_keys_kept_is_as_before(
+    metadatas: list[dict[str, object]],
+) -> None:
+    for metadata in metadatas:
+        assert redact_module._plainly_clean(metadata) is _plainly_clean_before(metadata)
+    assert not any(type(key) is not str for key in redact_module._CLEAN_KEYS)
