@@ -44,7 +44,7 @@ import os
 import re
 import sys
 import unicodedata
-from collections.abc import Callable, Container, Hashable, Iterable, Sequence
+from collections.abc import Callable, Container, Hashable, Iterable, Iterator, Sequence
 from datetime import date
 from itertools import chain, compress, filterfalse, islice, repeat
 from operator import not_
@@ -1055,11 +1055,27 @@ def _url_hosts(text: str) -> list[str]:
     return [m.group("host").strip(".") for m in _URL_RE.finditer(text)]
 
 
+def _number_matches(text: str) -> Iterator[re.Match[str]]:
+    """``_NUMBER_RE.finditer(text)``, the pattern tried only where a match can start: at a
+    currency sign or an ASCII digit (its number's first character), in order, each next one
+    past the last match (its lookbehinds see the text before, as the scan's do). The scan
+    tried its lookbehinds at every character: ~150,000 instructions a bench memory with a
+    digit (2 % of them), ~15,000 so."""
+    end, match_at = 0, _NUMBER_RE.match
+    for start in _NUMBER_START_RE.finditer(text):
+        if start.start() >= end and (match := match_at(text, start.start())) is not None:
+            end = match.end()
+            yield match
+
+
+_NUMBER_START_RE = re.compile(r"[$€£¥0-9]")  # where a match of _NUMBER_RE can start
+
+
 def _number_cues(text: str) -> list[str]:
     out: list[str] = []
     if not has_ascii_digit(text):
         return out
-    for match in _NUMBER_RE.finditer(text):
+    for match in _number_matches(text):
         cur, num, unit = match.group("cur") or "", match.group("num"), match.group("unit") or ""
         if cur or unit or sum(c.isdigit() for c in num) >= 2:
             out.append(cur + num.replace(",", "") + unit)

@@ -212,3 +212,20 @@ def test_plainly_clean_metadata_with_the_clean_keys_kept_is_as_before(
     for metadata in metadatas:
         assert redact_module._plainly_clean(metadata) is _plainly_clean_before(metadata)
     assert not any(type(key) is not str for key in redact_module._CLEAN_KEYS)
+
+
+_NUMBERISH = st.lists(
+    st.sampled_from([*"0123456789$€£¥,.-/:@ _aKkm%xé٣", "ms", " GB", "°c"]), max_size=30
+).map("".join)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.one_of(_NUMBERISH, MIXED_TEXT, st.sampled_from(FRAGMENTS)))
+def test_the_number_pattern_tried_where_a_match_can_start_finds_what_its_scan_finds(
+    text: str,
+) -> None:
+    def found(matches: object) -> list[tuple[tuple[int, int], dict[str, str | None]]]:
+        return [(m.span(), m.groupdict()) for m in matches]  # type: ignore[attr-defined]
+
+    expected = found(text_module._NUMBER_RE.finditer(text))
+    assert found(text_module._number_matches(text)) == expected
