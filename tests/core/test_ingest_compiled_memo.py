@@ -229,3 +229,20 @@ def test_the_number_pattern_tried_where_a_match_can_start_finds_what_its_scan_fi
 
     expected = found(text_module._NUMBER_RE.finditer(text))
     assert found(text_module._number_matches(text)) == expected
+
+
+@needs_textc
+def test_pack_cues_takes_its_five_arguments_as_it_parsed_them() -> None:
+    from cuemap_integrations.recordtable import _python_packed_cues
+
+    pack = text_module._C.pack_cues
+    for bad in (((), set(), {}, []), ([], set(), {}, [], 5), ((), set(), [], [], 5)):
+        with pytest.raises(TypeError):
+            pack(*bad)
+    with pytest.raises(OverflowError):
+        pack(("a",), {"a"}, {}, [], 2**70)
+    codes: dict[str, int] = {}
+    names: list[str] = []
+    expected = _python_packed_cues(("a", "b", "c"), {"a", "b"}, {}, [])
+    assert pack(("a", "b", "c"), {"a", "b"}, codes, names, 65535) == expected
+    assert (codes, names) == ({"a": 0, "b": 1}, ["a", "b"])
