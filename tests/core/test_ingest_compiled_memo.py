@@ -246,3 +246,17 @@ def test_pack_cues_takes_its_five_arguments_as_it_parsed_them() -> None:
     expected = _python_packed_cues(("a", "b", "c"), {"a", "b"}, {}, [])
     assert pack(("a", "b", "c"), {"a", "b"}, codes, names, 65535) == expected
     assert (codes, names) == ({"a": 0, "b": 1}, ["a", "b"])
+
+
+@needs_textc
+def test_packed_row_takes_its_seven_arguments_as_it_parsed_them() -> None:
+    from cuemap_integrations import recordtable
+
+    record = recordtable.MemoryRecord(memory_id="m", content="c", created_at=_T, updated_at=_T)
+    row = text_module._C.packed_row
+    fixed = (recordtable._LAYOUT, recordtable._py_packed_row, recordtable._packed)
+    for bad in ((record, {}, [], 4096, 1), (record, [], [], 4096), (record, {}, (), 4096),
+                (record, {}, [], "4096")):  # fmt: skip
+        with pytest.raises(TypeError):
+            row(*fixed, *bad)
+    assert row(*fixed, record, {}, [], 4096) == recordtable._py_packed_row(record, {}, [], 4096)
