@@ -2018,6 +2018,92 @@ static PyObject *textc_derive_plain(PyObject *self, PyObject *const *args, Py_ss
     return result;
 }
 
+/* A new instance of the tuple subclass cls (a NamedTuple: textkeys.TextKeys) holding a, b, c
+ * (new references taken); NULL on error. What tuple.__new__(cls, (a, b, c)) makes, without
+ * the Python __new__ a NamedTuple's call runs. */
+static PyObject *subtuple3(PyTypeObject *cls, PyObject *a, PyObject *b, PyObject *c) {
+    PyObject *t = cls->tp_alloc(cls, 3);
+    if (t == NULL) {
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        Py_XDECREF(c);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(t, 0, a);
+    PyTuple_SET_ITEM(t, 1, b);
+    PyTuple_SET_ITEM(t, 2, c);
+    return t;
+}
+
+/* The spec memo_derived reads: (keys, derived, TextKeys, find_in, fallback, limit, stop_words,
+ * calendar_words, units, web_parts, stems, vocab), see textkeys.TextMemo.derive. */
+enum {
+    MD_KEYS, MD_DERIVED, MD_TEXTKEYS, MD_FIND_IN, MD_FALLBACK, MD_LIMIT, MD_SETS, MD_STEMS = 10,
+    MD_VOCAB, MD_SIZE
+};
+
+/* The text keys of plain content into keys[content] (unless there) from derive_plain's
+ * (cues, text, stems, terms); its cues as a new tuple into derived[content], returned. */
+static PyObject *memo_keep(PyObject *const *spec, PyObject *content, PyObject *plain) {
+    PyObject *cues = PyTuple_GET_ITEM(plain, 0), *text = PyTuple_GET_ITEM(plain, 1);
+    PyObject *stems = PyTuple_GET_ITEM(plain, 2), *terms = PyTuple_GET_ITEM(plain, 3);
+    int held = PyDict_Contains(spec[MD_KEYS], content);
+    if (held < 0) return NULL;
+    if (!held) {
+        /* TextMemo.derived_cues: no stem of the alias table's terms (most texts), nothing to
+         * find in ASCII text */
+        PyObject *found = PySet_GET_SIZE(stems)
+                              ? PyObject_CallFunctionObjArgs(spec[MD_FIND_IN], text, stems, NULL)
+                              : PyList_New(0);
+        if (found == NULL) return NULL;
+        PyObject *keys = subtuple3((PyTypeObject *)spec[MD_TEXTKEYS], Py_NewRef(text), found,
+                                   Py_NewRef(terms));
+        int rc = keys == NULL ? -1 : PyDict_SetItem(spec[MD_KEYS], content, keys);
+        Py_XDECREF(keys);
+        if (rc < 0) return NULL;
+    }
+    PyObject *derived = PyList_AsTuple(cues);
+    if (derived == NULL || PyDict_SetItem(spec[MD_DERIVED], content, derived) < 0) {
+        Py_XDECREF(derived);
+        return NULL;
+    }
+    return derived;
+}
+
+/* memo_derived(spec, content): textkeys.TextMemo.derived_cues(content) (spec: see MD_*) for
+ * plain ASCII content (derive_plain's), its text keys and cues kept in the memo's dicts as
+ * that method keeps them; any other content goes to the method (spec's fallback). */
+static PyObject *textc_memo_derived(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyTuple_CheckExact(args[0]) || PyTuple_GET_SIZE(args[0]) != MD_SIZE ||
+        !PyDict_CheckExact(PyTuple_GET_ITEM(args[0], MD_KEYS)) ||
+        !PyDict_CheckExact(PyTuple_GET_ITEM(args[0], MD_DERIVED)) ||
+        !PyType_Check(PyTuple_GET_ITEM(args[0], MD_TEXTKEYS)) ||
+        !PyType_IsSubtype((PyTypeObject *)PyTuple_GET_ITEM(args[0], MD_TEXTKEYS),
+                          &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "memo_derived(spec, content): see TextMemo.derive");
+        return NULL;
+    }
+    PyObject *const *spec = &PyTuple_GET_ITEM(args[0], 0), *content = args[1];
+    if (!PyUnicode_CheckExact(content) || !PyUnicode_IS_ASCII(content))
+        return PyObject_CallOneArg(spec[MD_FALLBACK], content);
+    PyObject *call[8] = {content,           spec[MD_LIMIT],     spec[MD_SETS],
+                         spec[MD_SETS + 1], spec[MD_SETS + 2], spec[MD_SETS + 3],
+                         spec[MD_STEMS],    spec[MD_VOCAB]};
+    PyObject *plain = textc_derive_plain(self, call, 8);
+    if (plain == NULL) return NULL;
+    if (plain == Py_None) { /* a digit, "`" or "/": the regex rules' (~3 %) */
+        Py_DECREF(plain);
+        return PyObject_CallOneArg(spec[MD_FALLBACK], content);
+    }
+    PyObject *derived = PyTuple_CheckExact(plain) && PyTuple_GET_SIZE(plain) == 4
+                            ? memo_keep(spec, content, plain)
+                            : NULL;
+    if (derived == NULL && !PyErr_Occurred())
+        PyErr_SetString(PyExc_SystemError, "memo_derived: derive_plain's result");
+    Py_DECREF(plain);
+    return derived;
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* A record row's packed cues: recordtable._packed_cues                                      */
 /* ---------------------------------------------------------------------------------------- */
@@ -2102,12 +2188,16 @@ done:
 
 /* pack_cues(cues, held, codes, names, max_codes): recordtable._packed_cues with _CODES_MAX
  * max_codes (codes: a dict of cue -> code, names: the list of cues by code, both added to). */
-static PyObject *textc_pack_cues(PyObject *self, PyObject *args) {
-    PyObject *cues, *held, *codes, *names;
-    Py_ssize_t max_codes;
-    if (!PyArg_ParseTuple(args, "O!OO!O!n:pack_cues", &PyTuple_Type, &cues, &held, &PyDict_Type,
-                          &codes, &PyList_Type, &names, &max_codes))
+static PyObject *textc_pack_cues(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    /* a fast call: parsing a tuple of its 5 arguments was ~750 instructions a bulk row */
+    if (nargs != 5 || !PyTuple_Check(args[0]) || !PyDict_Check(args[2]) || !PyList_Check(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "pack_cues(cues: tuple, held, codes: dict, names: list, "
+                                         "max_codes: int)");
         return NULL;
+    }
+    PyObject *cues = args[0], *held = args[1], *codes = args[2], *names = args[3];
+    Py_ssize_t max_codes = PyNumber_AsSsize_t(args[4], PyExc_OverflowError);
+    if (max_codes == -1 && PyErr_Occurred()) return NULL;
     Py_ssize_t count = PyTuple_GET_SIZE(cues);
     if (count == 0) return Py_NewRef(cues); /* the one empty tuple */
     uint16_t *coded = PyMem_Malloc(sizeof(uint16_t) * (size_t)count);
@@ -3032,6 +3122,134 @@ static PyObject *textc_digest_slot(PyObject *self, PyObject *args) {
     return at == PY_SSIZE_T_MIN ? NULL : PyLong_FromSsize_t(at);
 }
 
+/* Whether seq fits a slot of the table (an array "i" or "q": a seq past 2**31 - 1 widens "i"). */
+static int slot_fits(const Py_buffer *slots, int64_t seq) {
+    return slots->itemsize >= 8 || seq < ((int64_t)1 << (8 * slots->itemsize - 1));
+}
+
+static void slot_write(const Py_buffer *slots, Py_ssize_t at, int64_t seq) {
+    switch (slots->itemsize) {
+    case 1: ((int8_t *)slots->buf)[at] = (int8_t)seq; break;
+    case 2: ((int16_t *)slots->buf)[at] = (int16_t)seq; break;
+    case 4: ((int32_t *)slots->buf)[at] = (int32_t)seq; break;
+    default: ((int64_t *)slots->buf)[at] = seq;
+    }
+}
+
+/* seqs[i] as a seq a table takes (an exact int >= 0 that fits its slots), or -1. */
+static int64_t place_seq(const Py_buffer *slots, PyObject *const *seqs, Py_ssize_t i) {
+    if (!PyLong_CheckExact(seqs[i])) return -1;
+    int overflow;
+    long long seq = PyLong_AsLongLongAndOverflow(seqs[i], &overflow);
+    return overflow || seq < 0 || !slot_fits(slots, seq) ? -1 : (int64_t)seq;
+}
+
+/* The writable slots and the two sequences of a place call (n: their common length, -1
+ * when they differ). 0, or -1 with an error (nothing to release). */
+static int place_args(PyObject *slots, PyObject *keys, PyObject *seqs, Py_buffer *view,
+                      PyObject **fast, Py_ssize_t *n) {
+    if (slots_view(slots, view) < 0) return -1;
+    if (view->readonly) {
+        PyBuffer_Release(view);
+        PyErr_SetString(PyExc_TypeError, "keytables: slots must be writable");
+        return -1;
+    }
+    fast[0] = PySequence_Fast(keys, "keytables: keys must be a sequence");
+    fast[1] = fast[0] == NULL ? NULL : PySequence_Fast(seqs, "keytables: seqs must be a sequence");
+    if (fast[1] == NULL) {
+        Py_XDECREF(fast[0]);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    *n = PySequence_Fast_GET_SIZE(fast[0]);
+    if (*n != PySequence_Fast_GET_SIZE(fast[1])) *n = -1;
+    return 0;
+}
+
+/* digests_place(slots, held, digests, seqs, start, room): SeqsByDigest.add_many's step for
+ * each digest from digests[start] on, at most room of them: a 16-byte digest no slot holds,
+ * written at its seq in held (a bytearray already long enough) and its seq into the probe's
+ * free slot. Returns where it stopped: at the end, past room, or at the first pair it leaves
+ * to the Python step (a digest held, or not 16 bytes of bytes; a seq < 0, past held or
+ * past the slots' width; sequences of different lengths). */
+static PyObject *textc_digests_place(PyObject *self, PyObject *args) {
+    PyObject *slots, *held, *keys, *seqs, *fast[2];
+    Py_ssize_t i, room, n;
+    Py_buffer view, buf;
+    if (!PyArg_ParseTuple(args, "OOOOnn:digests_place", &slots, &held, &keys, &seqs, &i, &room))
+        return NULL;
+    if (place_args(slots, keys, seqs, &view, fast, &n) < 0) return NULL;
+    if (PyObject_GetBuffer(held, &buf, PyBUF_WRITABLE) < 0) {
+        n = PY_SSIZE_T_MIN;
+    } else {
+        PyObject *const *digests = PySequence_Fast_ITEMS(fast[0]);
+        PyObject *const *numbers = PySequence_Fast_ITEMS(fast[1]);
+        for (Py_ssize_t end = i + room; i >= 0 && i < n && i < end; i++) {
+            PyObject *digest = digests[i];
+            int64_t seq = place_seq(&view, numbers, i);
+            if (!PyBytes_CheckExact(digest) || PyBytes_GET_SIZE(digest) != 16 || seq < 0 ||
+                seq > ((int64_t)buf.len - 16) / 16)
+                break;
+            const unsigned char *key = (const unsigned char *)PyBytes_AS_STRING(digest);
+            uint64_t h = 0; /* int.from_bytes(digest[:8], "little") */
+            for (int b = 7; b >= 0; b--) h = (h << 8) | key[b];
+            DigestProbe p = {buf.buf, key, buf.len, 16};
+            Py_ssize_t at = probe(&view, h, digest_matches, &p);
+            if (at == PY_SSIZE_T_MIN) {
+                n = PY_SSIZE_T_MIN;
+                break;
+            }
+            if (at >= 0) break; /* held: its seqs join the dict of several */
+            memcpy((unsigned char *)buf.buf + 16 * seq, key, 16);
+            slot_write(&view, -1 - at, seq);
+        }
+        PyBuffer_Release(&buf);
+    }
+    PyBuffer_Release(&view);
+    Py_DECREF(fast[0]);
+    Py_DECREF(fast[1]);
+    return n == PY_SSIZE_T_MIN ? NULL : PyLong_FromSsize_t(i);
+}
+
+/* ids_place(slots, ids, memory_ids, seqs, start, room): SeqOf.set_many's step for each id
+ * from memory_ids[start] on, at most room of them, into one namespace's table: an id no slot
+ * holds, whose seq (>= 0, within ids, fitting the slots) stands for no id yet, written at its
+ * seq in ids (a list) and its seq into the probe's free slot. Returns where it stopped, as
+ * digests_place. */
+static PyObject *textc_ids_place(PyObject *self, PyObject *args) {
+    PyObject *slots, *ids, *keys, *seqs, *fast[2];
+    Py_ssize_t i, room, n;
+    Py_buffer view;
+    if (!PyArg_ParseTuple(args, "OO!OOnn:ids_place", &slots, &PyList_Type, &ids, &keys, &seqs,
+                          &i, &room))
+        return NULL;
+    if (place_args(slots, keys, seqs, &view, fast, &n) < 0) return NULL;
+    PyObject *const *memory_ids = PySequence_Fast_ITEMS(fast[0]);
+    PyObject *const *numbers = PySequence_Fast_ITEMS(fast[1]);
+    for (Py_ssize_t end = i + room; i >= 0 && i < n && i < end; i++) {
+        int64_t seq = place_seq(&view, numbers, i);
+        if (seq < 0 || seq >= PyList_GET_SIZE(ids) || PyList_GET_ITEM(ids, seq) != Py_None)
+            break;
+        IdProbe p = {ids, memory_ids[i]};
+        Py_hash_t h = PyObject_Hash(p.memory_id);
+        Py_ssize_t at = h == -1 ? PY_SSIZE_T_MIN : probe(&view, (uint64_t)h, id_matches, &p);
+        if (at == PY_SSIZE_T_MIN) {
+            n = PY_SSIZE_T_MIN;
+            break;
+        }
+        /* held, or the probe's comparison changed the list (not for str ids) */
+        if (at >= 0 || seq >= PyList_GET_SIZE(ids) || PyList_GET_ITEM(ids, seq) != Py_None)
+            break;
+        PyList_SET_ITEM(ids, seq, Py_NewRef(p.memory_id));
+        Py_DECREF(Py_None);
+        slot_write(&view, -1 - at, seq);
+    }
+    PyBuffer_Release(&view);
+    Py_DECREF(fast[0]);
+    Py_DECREF(fast[1]);
+    return n == PY_SSIZE_T_MIN ? NULL : PyLong_FromSsize_t(i);
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* A memory's SQLite row (store._py_record_rows): each record's statement parameters in one
  * call for a whole batch. What is not plain (a cue or metadata string JSON escapes, nested or
@@ -3683,12 +3901,16 @@ static PyObject *packed_of_fields(PyObject **fields, Py_ssize_t count, PyObject 
  * own; ``reference(record, codes, kinds, room)`` for a record without all its fields in its
  * __dict__, ``packed(record, kind)`` (recordtable._packed) for one with a field past its
  * default. */
-static PyObject *textc_packed_row(PyObject *self, PyObject *args) {
-    PyObject *layout, *reference, *packed_fn, *record, *codes, *kinds, *room, *names, *defaults;
-    if (!PyArg_ParseTuple(args, "O!OOOO!O!O!:packed_row", &PyTuple_Type, &layout, &reference,
-                          &packed_fn, &record, &PyDict_Type, &codes, &PyList_Type, &kinds,
-                          &PyLong_Type, &room))
+static PyObject *textc_packed_row(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    /* a fast call: parsing a tuple of its 7 arguments was ~900 instructions a bulk row */
+    if (nargs != 7 || !PyTuple_Check(args[0]) || !PyDict_Check(args[4]) ||
+        !PyList_Check(args[5]) || !PyLong_Check(args[6])) {
+        PyErr_SetString(PyExc_TypeError, "packed_row(layout: tuple, reference, packed, record, "
+                                         "codes: dict, kinds: list, room: int)");
         return NULL;
+    }
+    PyObject *layout = args[0], *reference = args[1], *packed_fn = args[2], *record = args[3];
+    PyObject *codes = args[4], *kinds = args[5], *room = args[6], *names, *defaults;
     Py_ssize_t kinds_max = PyLong_AsSsize_t(room);
     if (kinds_max == -1 && PyErr_Occurred()) return NULL;
     if (PyTuple_GET_SIZE(layout) != 3 || !PyTuple_Check(names = PyTuple_GET_ITEM(layout, 0)) ||
@@ -5092,13 +5314,19 @@ static PyMethodDef methods[] = {
     {"derive_keys", textc_derive_keys, METH_VARARGS, "text.derive_cues_and_keys (ASCII)."},
     {"derive_plain", (PyCFunction)(void (*)(void))textc_derive_plain, METH_FASTCALL,
      "derive_keys of plain ASCII content."},
-    {"pack_cues", textc_pack_cues, METH_VARARGS, "recordtable._packed_cues."},
+    {"memo_derived", (PyCFunction)(void (*)(void))textc_memo_derived, METH_FASTCALL,
+     "textkeys.TextMemo.derived_cues of plain ASCII content."},
+    {"pack_cues", (PyCFunction)(void (*)(void))textc_pack_cues, METH_FASTCALL,
+     "recordtable._packed_cues."},
     {"flush_postings", textc_flush_postings, METH_VARARGS, "index.NamespaceIndex.flush's postings."},
     {"id_slot", textc_id_slot, METH_VARARGS, "keytables._id_slot."},
     {"digest_slot", textc_digest_slot, METH_VARARGS, "keytables._digest_slot."},
+    {"digests_place", textc_digests_place, METH_VARARGS, "SeqsByDigest.add_many's step."},
+    {"ids_place", textc_ids_place, METH_VARARGS, "SeqOf.set_many's step."},
     {"record_rows", textc_record_rows, METH_VARARGS, "store._py_record_rows."},
     {"insert_groups", textc_insert_groups, METH_VARARGS, "store._py_insert_groups."},
-    {"packed_row", textc_packed_row, METH_VARARGS, "recordtable._py_packed_row."},
+    {"packed_row", (PyCFunction)(void (*)(void))textc_packed_row, METH_FASTCALL,
+     "recordtable._py_packed_row."},
     {"firsts", textc_firsts, METH_VARARGS, "ranking._py_firsts."},
     {"members", textc_members, METH_O, "ranking._py_members."},
     {"lend", textc_lend, METH_VARARGS, "core._py_lend."},
@@ -5129,7 +5357,7 @@ PyMODINIT_FUNC PyInit__textc(void) {
         (SHARED_NAME = PyUnicode_InternFromString("_shared")) == NULL)
         return NULL;
     PyObject *m = PyModule_Create(&module);
-    if (m != NULL && (PyModule_AddIntConstant(m, "ABI_VERSION", 12) < 0 ||
+    if (m != NULL && (PyModule_AddIntConstant(m, "ABI_VERSION", 14) < 0 ||
                       PyModule_AddObjectRef(m, "StemMemo", (PyObject *)&StemMemoType) < 0 ||
                       add_record_of(m) < 0 || add_screen(m) < 0 || add_new_record(m) < 0))
         Py_CLEAR(m);

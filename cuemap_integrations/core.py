@@ -673,10 +673,12 @@ class CueMap:
             record = None
             if layout is not None and type(item) is dict:  # the usual item, built in C
                 record = _textc.new_record(item, layout)  # (None: _build builds it)
-            if record is not None:
-                explicit = True  # new_record takes items with an id only
+            if record is not None:  # its text keys are in the memo: derived with its cues
+                records.append((record, True))  # new_record takes items with an id only
+                taken.add(record.memory_id)
+                continue
             # a dict first: no Mapping check (an abc's) for it
-            elif type(item) is dict or (
+            if type(item) is dict or (
                 not isinstance(item, MemoryRecord) and isinstance(item, Mapping)
             ):
                 if "content" not in item:
@@ -706,7 +708,7 @@ class CueMap:
         return (
             MemoryRecord, RECORD_FIELDS, options, _ITEM_KEYS, self.config.max_content_chars,
             not self.config.ttl_days, now, timezone.utc, _TYPE_OF_VALUE, MemoryType.NOTE,
-            MemoryType, _DEFAULT_NAMESPACE, "derived", memo.derived_cues,
+            MemoryType, _DEFAULT_NAMESPACE, "derived", memo.derive(),
         )  # fmt: skip
 
     def get(self, memory_id: str, *, namespace: str = "default") -> MemoryRecord:

@@ -44,7 +44,7 @@ import os
 import re
 import sys
 import unicodedata
-from collections.abc import Callable, Container, Hashable, Iterable, Sequence
+from collections.abc import Callable, Container, Hashable, Iterable, Iterator, Sequence
 from datetime import date
 from itertools import chain, compress, filterfalse, islice, repeat
 from operator import not_
@@ -69,7 +69,7 @@ __all__ = [
     "words",
 ]
 
-_TEXTC_ABI = 12  # the functions and arguments _textc.c implements (its ABI_VERSION)
+_TEXTC_ABI = 14  # the functions and arguments _textc.c implements (its ABI_VERSION)
 
 
 def _load_textc() -> Any:
@@ -280,12 +280,39 @@ _NORMALIZE_TABLE: dict[int, str] = {
 _MAX_NORMALIZE_PASSES = 8
 
 
+def _changes_of(table: dict[int, str]) -> re.Pattern[str]:
+    """One character class of the characters ``table`` maps to another string."""
+    changed = (cp for cp, to in table.items() if to != chr(cp))
+    return re.compile("[" + "".join(f"\\U{cp:08x}" for cp in changed) + "]")
+
+
+_PUNCT_CHANGES, _NORMALIZE_CHANGES = _changes_of(_PUNCT_TABLE), _changes_of(_NORMALIZE_TABLE)
+_REPLACED_MAX = 4  # distinct characters _translated replaces one by one (more: translate)
+
+
+def _translated(text: str, table: dict[int, str], changes: re.Pattern[str]) -> str:
+    """``text.translate(table)``, where ``changes`` (:func:`_changes_of`) finds the characters
+    it changes, whose replacements hold none of them (ASCII here). For text that is not ASCII
+    translate looks every character up in the table, ~550 instructions each (~137,000 for a
+    bench memory holding one emoji); the scan for the few it changes (usually none) and a
+    replace per distinct one cost a few percent of that."""
+    found = changes.findall(text)
+    if not found:
+        return text
+    distinct = set(found)
+    if len(distinct) > _REPLACED_MAX:
+        return text.translate(table)
+    for char in distinct:
+        text = text.replace(char, table[ord(char)])
+    return text
+
+
 def _normalize_pass(text: str) -> str:
     if text.isascii():
         return _normalize_ascii_pass(text)
     # NFKC again after casefold: casefold can produce sequences that NFKC composes or reorders.
     folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
-    return " ".join(folded.translate(_NORMALIZE_TABLE).split())
+    return " ".join(_translated(folded, _NORMALIZE_TABLE, _NORMALIZE_CHANGES).split())
 
 
 def _normalize_ascii_pass(text: str) -> str:
@@ -1039,11 +1066,27 @@ def _url_hosts(text: str) -> list[str]:
     return [m.group("host").strip(".") for m in _URL_RE.finditer(text)]
 
 
+def _number_matches(text: str) -> Iterator[re.Match[str]]:
+    """``_NUMBER_RE.finditer(text)``, the pattern tried only where a match can start: at a
+    currency sign or an ASCII digit (its number's first character), in order, each next one
+    past the last match (its lookbehinds see the text before, as the scan's do). The scan
+    tried its lookbehinds at every character: ~150,000 instructions a bench memory with a
+    digit (2 % of them), ~15,000 so."""
+    end, match_at = 0, _NUMBER_RE.match
+    for start in _NUMBER_START_RE.finditer(text):
+        if start.start() >= end and (match := match_at(text, start.start())) is not None:
+            end = match.end()
+            yield match
+
+
+_NUMBER_START_RE = re.compile(r"[$€£¥0-9]")  # where a match of _NUMBER_RE can start
+
+
 def _number_cues(text: str) -> list[str]:
     out: list[str] = []
     if not has_ascii_digit(text):
         return out
-    for match in _NUMBER_RE.finditer(text):
+    for match in _number_matches(text):
         cur, num, unit = match.group("cur") or "", match.group("num"), match.group("unit") or ""
         if cur or unit or sum(c.isdigit() for c in num) >= 2:
             out.append(cur + num.replace(",", "") + unit)
@@ -1184,7 +1227,7 @@ def _name_cues(content: str) -> list[str]:
     if content.isascii():  # NFKC and the punctuation table change only non-ASCII characters
         text = content
     else:
-        text = unicodedata.normalize("NFKC", content).translate(_PUNCT_TABLE)
+        text = _translated(unicodedata.normalize("NFKC", content), _PUNCT_TABLE, _PUNCT_CHANGES)
     if "`" in text or _URL_TRIGGER in text:
         text = _CODE_OR_URL_RE.sub(" | ", text)
     if _C is not None and text.isascii():
@@ -1334,7 +1377,7 @@ def _ascii_punctuated(content: str) -> str:
     (:func:`_name_cues`). As ASCII, the content takes the C call: a bench memory holding a
     dash took ~170 us through the Python rules, ~7 us so (1.6 % of the bench memories, a
     quarter of their cue derivation)."""
-    plain = content.translate(_PUNCT_TABLE)
+    plain = _translated(content, _PUNCT_TABLE, _PUNCT_CHANGES)
     return plain if plain.isascii() else content
 
 

@@ -13,9 +13,11 @@ holds the store's lock), so using it cannot change a result.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import NamedTuple
 
+from . import text as _text
 from .aliases import AliasTable
 from .lifecycle import ContentKey, content_digest
 from .records import MemoryRecord
@@ -45,6 +47,9 @@ def index_cues(record: MemoryRecord, keys: TextKeys, aliases: AliasTable) -> lis
     return aliases.expand([*record.cues, *keys.aliases])
 
 
+_DERIVE_LIMIT = 48  # derive_cues_and_keys' default limit, which derived_cues takes
+
+
 class TextMemo:
     """:func:`text_keys` by content for one batch (dropped with the batch).
 
@@ -60,6 +65,7 @@ class TextMemo:
         self._content_keys: dict[tuple[str, str], ContentKey] = {}
         self._derived: dict[str, tuple[str, ...]] = {}  # content -> the cues derived here
         self._vocab = aliases.stems_read()  # the table cannot change during the batch
+        self._terms = aliases.terms()  # likewise
 
     def keys(self, content: str) -> TextKeys:
         """The text keys of ``content``, computed on first use."""
@@ -88,6 +94,22 @@ class TextMemo:
         derived = self._derived[content] = tuple(cues)
         return derived
 
+    def derive(self) -> Callable[[str], tuple[str, ...]]:
+        """:meth:`derived_cues`, as ``_textc.memo_derived`` when the text extension is there:
+        for plain ASCII content (no digit, "`" or "/": most memories) it derives the cues and
+        keeps them and the text keys in this memo's dicts in one C call, and calls
+        :meth:`derived_cues` for any other content. The method's Python frames (and
+        :func:`derive_cues_and_keys`', and the :class:`TextKeys` call) cost ~15,000
+        instructions a bench memory around the ~34,000 of the C derivation. A new object per
+        batch (``CueMap._layout``'s): the memo holds no reference to it (no cycle)."""
+        compiled = _text._C  # read per call: None (patched) means the Python rules alone
+        if compiled is None:
+            return self.derived_cues
+        sets = (_text.STOP_WORDS, _text._CALENDAR_WORDS, _text._UNIT_SET, _text._WEB_PARTS)
+        spec = (self._keys, self._derived, TextKeys, self._aliases.find_in, self.derived_cues,
+                _DERIVE_LIMIT, *sets, _text._STEMS, self._vocab)  # fmt: skip
+        return partial(compiled.memo_derived, spec)
+
     def index_cues(self, record: MemoryRecord, keys: TextKeys) -> Sequence[str]:
         """:func:`index_cues` of ``record`` (``keys``: its content's), which is its own cue
         tuple when the cues are the ones derived here (distinct) and neither they nor its
@@ -99,12 +121,13 @@ class TextMemo:
         self, records: Sequence[MemoryRecord], keys: Sequence[TextKeys]
     ) -> list[Sequence[str]]:
         """:meth:`index_cues` of each record (``keys``: its content's), without a method
-        call per record."""
-        derived, holds_any = self._derived.get, self._aliases.holds_any
+        call per record (nor one of ``AliasTable.holds_any``: the set of the table's terms
+        tells, where the dict view's test of a record's twenty cues was ~4,700 instructions)."""
+        derived, terms = self._derived.get, self._terms
         return [
             record.cues
             if not key.aliases and record.cues is derived(record.content)
-            and not holds_any(record.cues)
+            and terms.isdisjoint(record.cues)
             else index_cues(record, key, self._aliases)
             for record, key in zip(records, keys, strict=True)
         ]  # fmt: skip

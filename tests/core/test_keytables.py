@@ -261,3 +261,89 @@ def test_the_compiled_rehash_refuses_what_the_reference_cannot_place() -> None:
         keytables._textc.place(array("i", [-1] * 3), [1], [0])
     with pytest.raises(OverflowError):
         keytables._textc.place(keytables._empty_slots("i", 4), [2**31], [0])
+
+
+def _state(table: SeqOf | SeqsByDigest) -> object:
+    """Every slot and count of a table (what its compiled and Python steps must agree on)."""
+    if isinstance(table, SeqOf):
+        slots = {ns: (t.slots.typecode, t.slots.tolist(), t.held, t.used)
+                 for ns, t in table._tables.items()}  # fmt: skip
+        return slots, list(table._ids), dict(table._others), table._count
+    return (table._slots.typecode, table._slots.tolist(), bytes(table._digests), table._held,
+            table._used, dict(table._many))  # fmt: skip
+
+
+# batches of (namespace or digest number, id, seq): new keys, keys held, seqs shared,
+# deletions between batches
+_BATCHES = st.lists(
+    st.tuples(
+        st.lists(st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 60),
+                           st.integers(0, 200)), max_size=40),
+        st.lists(st.integers(0, 200), max_size=5),
+    ),
+    max_size=6,
+)  # fmt: skip
+
+
+def _digest(n: int) -> bytes:
+    """Digest number ``n``: seven probe starts among 61 digests (collisions to probe past)."""
+    return (n % 7).to_bytes(8, "little") + n.to_bytes(8, "little")
+
+
+@pytest.mark.skipif(keytables._textc is None, reason="the text extension is not built")
+@settings(max_examples=300, deadline=None)
+@given(_BATCHES)
+def test_the_compiled_runs_of_set_many_and_add_many_leave_the_python_steps_tables(
+    batches: list[tuple[list[tuple[str, int, int]], list[int]]],
+) -> None:
+    """SeqOf.set_many and SeqsByDigest.add_many with runs placed by _textc.ids_place and
+    _textc.digests_place against the same calls one Python step per key."""
+    compiled, reference = (SeqOf(), SeqsByDigest()), (SeqOf(), SeqsByDigest())
+    holding: set[int] = set()  # the seqs holding a digest (each holds one at a time)
+    for batch, dropped in batches:
+        added = {s: n for _, n, s in batch if s not in holding}
+        holding.update(added)
+        holding.difference_update(dropped)
+        for tables, place in ((compiled, True), (reference, False)):
+            ids, digests = tables
+            saved = keytables._IDS_PLACE, keytables._DIGESTS_PLACE
+            if not place:
+                keytables._IDS_PLACE = keytables._DIGESTS_PLACE = None
+            try:
+                for namespace in ("a", "b"):
+                    run = [(f"m{n}", seq) for ns, n, seq in batch if ns == namespace]
+                    ids.set_many(namespace, [i for i, _ in run], [s for _, s in run])
+                digests.add_many([_digest(n) for n in added.values()], list(added))
+            finally:
+                keytables._IDS_PLACE, keytables._DIGESTS_PLACE = saved
+            for seq in dropped:
+                for pair in [p for p in ids if ids.get(p) == seq]:
+                    del ids[pair]
+                for n in range(61):
+                    digests.discard(_digest(n), seq)
+        assert _state(compiled[0]) == _state(reference[0])
+        assert _state(compiled[1]) == _state(reference[1])
+
+
+@pytest.mark.skipif(keytables._textc is None, reason="the text extension is not built")
+def test_the_compiled_runs_stop_where_the_python_step_must_take_over() -> None:
+    table = SeqsByDigest()
+    table.add_many([DIGESTS[0]], [1])
+    table._digests.extend(bytes(64))
+    place = keytables._textc.digests_place
+    pairs = [DIGESTS[1], DIGESTS[0], b"short", DIGESTS[2]], [2, 3, 4, 5]
+    assert place(table._slots, table._digests, *pairs, 0, 10) == 1  # DIGESTS[0] is held
+    assert place(table._slots, table._digests, *pairs, 2, 10) == 2  # not 16 bytes
+    assert place(table._slots, table._digests, *pairs, 3, 0) == 3  # no room
+    assert place(table._slots, table._digests, [DIGESTS[3]], [10**6], 0, 10) == 0  # past held
+    narrow = array("b", table._slots)  # as an "i" table is for a seq past 2**31 - 1
+    assert place(narrow, table._digests, [DIGESTS[3]], [200], 0, 10) == 0  # to widen
+    ids = SeqOf()
+    ids.set_many("a", ["x", "y"], [0, 1])
+    table_a = ids._tables["a"]
+    id_place = keytables._textc.ids_place
+    assert id_place(table_a.slots, ids._ids + [None], ["x", "z"], [2, 2], 0, 10) == 0  # held
+    assert id_place(table_a.slots, ids._ids, ["z"], [1], 0, 10) == 0  # seq 1 is y's
+    assert id_place(array("b", table_a.slots), [None] * 300, ["z"], [200], 0, 10) == 0
+    with pytest.raises(ValueError, match="16-byte"):
+        table.add_many([b"short"], [9])
