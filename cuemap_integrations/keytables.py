@@ -17,6 +17,7 @@ from __future__ import annotations
 import sys
 from array import array
 from collections.abc import Callable, Iterator, MutableMapping, Sequence
+from functools import partial
 from itertools import repeat
 from operator import and_
 from typing import TypeVar, overload
@@ -145,13 +146,10 @@ class SeqOf(MutableMapping[IdKey, int]):
             for memory_id, seq in zip(memory_ids, seqs, strict=True):
                 self._set_new(namespace, memory_id, seq)
             return
-        done = 0
-        while done < len(seqs):
-            placed = self._place_run(namespace, memory_ids, seqs, done)
-            if placed == done:  # one the compiled run leaves to the general step
-                self._set_new(namespace, memory_ids[done], seqs[done])
-                placed += 1
-            done = placed
+        _in_runs(
+            len(seqs), partial(self._place_run, namespace, memory_ids, seqs),
+            lambda i: self._set_new(namespace, memory_ids[i], seqs[i]),
+        )  # fmt: skip
 
     def _place_run(
         self, namespace: str, memory_ids: Sequence[str], seqs: Sequence[int], start: int
@@ -278,13 +276,10 @@ class SeqsByDigest:
             for digest, seq in zip(digests, seqs, strict=True):
                 self._add_one(digest, seq)
             return
-        done = 0
-        while done < len(seqs):
-            placed = self._place_run(digests, seqs, done)
-            if placed == done:  # one the compiled run leaves to the general step
-                self._add_one(digests[done], seqs[done])
-                placed += 1
-            done = placed
+        _in_runs(
+            len(seqs), partial(self._place_run, digests, seqs),
+            lambda i: self._add_one(digests[i], seqs[i]),
+        )  # fmt: skip
 
     def _place_run(self, digests: Sequence[bytes], seqs: Sequence[int], start: int) -> int:
         """:meth:`_add_one` of the digests from ``start`` on in one C call
@@ -422,6 +417,20 @@ _DIGEST_SLOT: Callable[[array[int], bytearray, bytes], int] = (
 _PLACE: Callable[[array[int], list[int], list[int]], None] = (
     _place if _textc is None else _textc.place
 )
+
+
+def _in_runs(n: int, run: Callable[[int], int], one: Callable[[int], None]) -> None:
+    """Keys ``0..n-1`` of a batch placed by ``run`` (from a position on, in one compiled call:
+    where it stopped), each key a run stops at by ``one`` (the general step)."""
+    done = 0
+    while done < n:
+        placed = run(done)
+        if placed == done:  # one the compiled run leaves to the general step
+            one(done)
+            placed += 1
+        done = placed
+
+
 # SeqOf.set_many's and SeqsByDigest.add_many's step for a run of new keys (None: one by one)
 _IDS_PLACE: Callable[..., int] | None = None if _textc is None else _textc.ids_place
 _DIGESTS_PLACE: Callable[..., int] | None = None if _textc is None else _textc.digests_place

@@ -956,8 +956,8 @@ def word_unit(word: str) -> str | None:
     """The one unit :func:`query_units` finds in ``word`` when it is one lower-case ASCII word
     of letters and digits (most cues a feedback pass carries: its lenders' names and numbers),
     without the general path's normalize, token scan and memo entries; None for any other
-    string (the same test as :meth:`CueKeys._key_of`'s shortcut; ``tests/core/test_text.py``
-    compares the two ways)."""
+    string (:meth:`CueKeys._key_of` takes it too; ``tests/core/test_text.py`` compares the two
+    ways)."""
     if word.isascii() and word.isalnum() and word == word.lower():
         return _STOP_MARK + word if word in STOP_WORDS else _stem(word)
     return None
@@ -1275,6 +1275,9 @@ def _is_valid_cue(cue: str) -> bool:
     return 0 < len(cue) <= _MAX_CUE_CHARS and (cue.isalnum() or any(c.isalnum() for c in cue))
 
 
+CUE_LIMIT = 48  # the cues derived from one content at most (derive_cues' default limit)
+
+
 def _first_unique(buckets: Iterable[Iterable[str]], limit: int) -> list[str]:
     out: list[str] = []
     # Membership only (the order comes from ``out``): the raw strings already decided and the
@@ -1312,7 +1315,7 @@ def _first_valid(buckets: Sequence[Iterable[str]], limit: int, *, worded: int = 
     return list(islice(dict.fromkeys(chain(checked, short)), limit))
 
 
-def derive_cues(content: str, *, limit: int = 48) -> list[str]:
+def derive_cues(content: str, *, limit: int = CUE_LIMIT) -> list[str]:
     """Derive retrieval cues from ``content`` by rule, deterministically.
 
     Cues are normalized, de-duplicated and ordered by kind, then by first occurrence:
@@ -1382,7 +1385,7 @@ def _ascii_punctuated(content: str) -> str:
 
 
 def derive_cues_and_keys(
-    content: str, *, limit: int = 48, vocab: frozenset[str] | None = None
+    content: str, *, limit: int = CUE_LIMIT, vocab: frozenset[str] | None = None
 ) -> tuple[list[str], str, set[str], list[str]]:
     """``(derive_cues(content, limit=limit), text, *stems_and_terms(text))`` where ``text`` is
     ``normalize(content)``: what ingest asks of a new memory's content without cues. With a
@@ -1607,11 +1610,11 @@ class CueKeys:
         return start + 1, ()
 
     def _key_of(self, cue: str) -> _Key:
-        if cue.isascii() and cue.isalnum() and cue == cue.lower():
-            # One lower-case ASCII word (most new cues: a name, a number): query_units would
-            # find it whole and stem or mark it; this skips the normalize and scan (and their
-            # cache entries) that bulk ingest otherwise pays for each new cue.
-            unit = _STOP_MARK + cue if cue in STOP_WORDS else _stem(cue)
+        # One lower-case ASCII word (most new cues: a name, a number): query_units would find it
+        # whole and stem or mark it; word_unit skips the normalize and scan (and their cache
+        # entries) that bulk ingest otherwise pays for each new cue.
+        unit = word_unit(cue)
+        if unit is not None:
             return cue if unit == cue else sys.intern(unit)
         units = query_units(cue)
         if units == [cue]:

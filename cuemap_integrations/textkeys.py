@@ -47,9 +47,6 @@ def index_cues(record: MemoryRecord, keys: TextKeys, aliases: AliasTable) -> lis
     return aliases.expand([*record.cues, *keys.aliases])
 
 
-_DERIVE_LIMIT = 48  # derive_cues_and_keys' default limit, which derived_cues takes
-
-
 class TextMemo:
     """:func:`text_keys` by content for one batch (dropped with the batch).
 
@@ -107,7 +104,7 @@ class TextMemo:
             return self.derived_cues
         sets = (_text.STOP_WORDS, _text._CALENDAR_WORDS, _text._UNIT_SET, _text._WEB_PARTS)
         spec = (self._keys, self._derived, TextKeys, self._aliases.find_in, self.derived_cues,
-                _DERIVE_LIMIT, *sets, _text._STEMS, self._vocab)  # fmt: skip
+                _text.CUE_LIMIT, *sets, _text._STEMS, self._vocab)  # fmt: skip
         return partial(compiled.memo_derived, spec)
 
     def index_cues(self, record: MemoryRecord, keys: TextKeys) -> Sequence[str]:
