@@ -27,6 +27,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from .core import _cycle_collection_paused
 from .records import JSONValue, MemoryType, validate_memory_id, validate_namespace
 from .results import RecallResult, RecallTrace
 from .validation import build_filters
@@ -121,16 +122,17 @@ class RecallSession:
         Arguments are those of :meth:`CueMap.recall` (the namespace is the session's).
         """
         self._resume()
-        result = self.cuemap._recall(
-            query, k=k, namespace=self.namespace, extra_cues=extra_cues, min_score=min_score,
-            explain=True, expanded=self._carried(),
-            exclude=frozenset(self._shown) if self.skip_shown else frozenset(),
-            filters=build_filters(types=types, sources=sources, since=since, until=until),
-            extend=hybrid is not False,
-        )  # fmt: skip
-        if result.trace is not None:  # always set: _recall was asked to explain
-            self._remember(result, result.trace)
-        return result if explain else replace(result, trace=None)
+        filters = build_filters(types=types, sources=sources, since=since, until=until)
+        with _cycle_collection_paused():  # as CueMap.recall: the turn's temporaries, its caches
+            result = self.cuemap._recall(
+                query, k=k, namespace=self.namespace, extra_cues=extra_cues, min_score=min_score,
+                explain=True, expanded=self._carried(),
+                exclude=frozenset(self._shown) if self.skip_shown else frozenset(),
+                filters=filters, extend=hybrid is not False,
+            )  # fmt: skip
+            if result.trace is not None:  # always set: _recall was asked to explain
+                self._remember(result, result.trace)
+            return result if explain else replace(result, trace=None)
 
     async def arecall(self, query: str, **kwargs: Any) -> RecallResult:
         """:meth:`recall` without blocking the event loop."""
