@@ -14,7 +14,7 @@ from cuemap_integrations import CueMap, ranking
 from cuemap_integrations.config import RecallConfig
 
 from .test_arrays import arrays_for_every_size
-from .test_topk import _store, python_pass
+from .test_topk import _store, build, python_pass
 
 pytest.importorskip("numpy")
 
@@ -48,9 +48,9 @@ def test_a_setup_shared_by_the_passes_ranks_as_one_made_per_pass(
 
     with arrays_for_every_size(narrow=True) if arrays else python_pass():
         with mock.patch.object(ranking, "_setup_key", lambda *_: (next(fresh),)):
-            expected = _recalls(_store(seed, 400), **options)
+            expected = _recalls(build(seed, 400), **options)
         with mock.patch.object(ranking, "_boosts", counted):
-            got = _recalls(_store(seed, 400), **options)
+            got = _recalls(build(seed, 400), **options)
     assert got == expected
     assert made == len(QUERIES) * 3  # one a recall, for its two passes
 
@@ -93,9 +93,9 @@ def test_a_recall_asks_the_environment_for_the_kernel_once() -> None:
 
     with arrays_for_every_size(narrow=True):
         with mock.patch.object(arrays, "select", forgetful):
-            expected = _store(2, 400).recall("order cache team", k=5, explain=True)
+            expected = build(2, 400).recall("order cache team", k=5, explain=True)
         with mock.patch.object(arrays, "select", spy):
-            got = _store(2, 400).recall("order cache team", k=5, explain=True)
+            got = build(2, 400).recall("order cache team", k=5, explain=True)
     assert seen == [None, True]  # the first pass asked; the feedback pass read its answer
     assert got == expected
 
@@ -115,9 +115,9 @@ def test_a_recall_decides_the_array_path_once(arrays: bool) -> None:
 
     with arrays_for_every_size(narrow=True) if arrays else python_pass():
         with mock.patch.object(topk.RecallMemo, "uses_arrays", lambda self, i, c: real(i, c)):
-            expected = _store(3, 400).recall("order cache team", k=5, explain=True)
+            expected = build(3, 400).recall("order cache team", k=5, explain=True)
         with mock.patch.object(topk, "_use_arrays", counted):
-            got = _store(3, 400).recall("order cache team", k=5, explain=True)
+            got = build(3, 400).recall("order cache team", k=5, explain=True)
     assert asked == [arrays]
     assert got == expected
     index, cfg = _store(3, 400)._indexes["default"], RecallConfig()
