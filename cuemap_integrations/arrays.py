@@ -1454,7 +1454,10 @@ def _priors(view: ArrayView, cand: Any, scorer: FastScorer, *, with_bonus: bool 
         prior = prior - scorer.w_freq * np.log1p(access)
     if with_bonus and scorer.bonus is not None:  # asked only for the few candidates left at the end
         seqs = view.seq_at[cand]
-        prior = prior + np.array(scorer.bonuses(seqs.tolist()), dtype=np.float64)
+        given = None if scorer.bonus_array is None else scorer.bonus_array(seqs)
+        if given is None:
+            given = np.array(scorer.bonuses(seqs.tolist()), dtype=np.float64)
+        prior = prior + given
     return prior
 
 

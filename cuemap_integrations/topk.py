@@ -349,6 +349,7 @@ class FastScorer:
         priors: dict[int, float] | None = None,
         bonuses: dict[int, float] | None = None,
         bonus_all: Callable[[list[int]], list[float]] | None = None,
+        bonus_array: Callable[[Any], Any | None] | None = None,
     ) -> None:
         w = cfg.weights
         self.cfg, self.now_ts, self.access = cfg, now_ts, access
@@ -356,6 +357,9 @@ class FastScorer:
         self.bonus = bonus  # the query's date/speaker bonus of a memory (>= 0), or None
         self.bonus_max = bonus_max  # the most ``bonus`` gives one memory
         self.bonus_all = bonus_all  # ``bonus`` of many memories at once, or None
+        # ``bonus_all`` of a NumPy array of seqs as a float64 array (None: not for this query;
+        # its result None: not for this store)
+        self.bonus_array = bonus_array
         self.w_cue, self.w_session, self.w_tag = w["cue"], w["session"], w["tag"]
         self.w_content, self.w_recency, self.w_freq = w["content"], w["recency"], w["frequency"]
         self.type_bonus = {name: w["type"] * p for name, p in cfg.type_priority.items()}
