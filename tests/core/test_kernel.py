@@ -1435,3 +1435,51 @@ def test_member_descriptors_are_memoized_by_their_keys() -> None:
     assert (fresh.members[1::5], fresh.members[2::5], fresh.postings) == (
         first.members[1::5], first.members[2::5], first.postings
     )  # fmt: skip
+
+
+def _descriptor_bytes(described: Any) -> tuple[bytes, bytes, bytes, int, int, list[Any]]:
+    return (
+        described.ints.tobytes(), described.doubles.tobytes(), described.members.tobytes(),
+        described.postings, described.lists, described.keep,
+    )  # fmt: skip
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=SEEDS, query=QUERIES)
+def test_compiled_descriptors_pack_what_the_python_ones_pack(seed: int, query: list[str]) -> None:
+    """``_textc.describe_lists`` packs the same integers, doubles and member descriptors as
+    :func:`kernel._py_describe` (BM25 and constant gains, a carried list's own source), and
+    leaves a gain of another type (a subclass, a function) to it."""
+    if kernel._textc is None:
+        pytest.skip("the text extension is not built")
+    cm = build(seed % 3, 400)
+    _, lists, _ = _described_pass(cm, query, random.Random(seed))
+    ordered, _, members = arrays._units(lists)
+    described = kernel.describe(ordered, None, members)
+    reference = kernel._py_describe(ordered, None, members)
+    assert described is not None and reference is not None
+    assert _descriptor_bytes(described) == _descriptor_bytes(reference)
+    assert kernel._textc.describe_lists([], [], topk._TermGain, topk._Gain, kernel._SIGNALS) == (
+        b"",
+        b"",
+        b"",
+        0,
+    )
+
+    class Subclass(topk._Gain):
+        pass
+
+    if ordered:  # a subclass of a known gain: the Python way, by isinstance
+        first = ordered[0]._replace(gain=Subclass(1.5, 3, 0.25))
+        got = kernel.describe([first, *ordered[1:]], None, members)
+        want = kernel._py_describe([first, *ordered[1:]], None, members)
+        assert got is not None and want is not None
+        assert _descriptor_bytes(got) == _descriptor_bytes(want)
+        unknown = first._replace(gain=lambda seq: 1.0)
+        assert kernel.describe([unknown], None, members[:1]) is None
+        with pytest.raises(ValueError, match="a member descriptor per list"):
+            kernel.describe(ordered, None, members[:-1] if len(members) > 1 else [])
+        with pytest.raises(KeyError):
+            kernel.describe(
+                [first._replace(signal="nope", gain=topk._Gain(1.0))], None, members[:1]
+            )
