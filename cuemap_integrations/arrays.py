@@ -68,6 +68,8 @@ NARROW_MIN_MEMORIES = 50_000
 MIRROR_POSTINGS_PER_MEMORY = 16
 MIRROR_MIN_POSTINGS = 1 << 16
 
+# NamedTuples made on the hot path by tuple.__new__ (their own __new__ is a Python function)
+_new = tuple.__new__
 _EPSILON = 1e-9  # NumPy and Python sum a memory's parts in different orders: keep near-ties
 _BIG_SHIFT = 1.0  # tag-only matches rank after every other match (see ranking.rank)
 # Narrowing reads the rare lists sparsely (sorting their union); once they hold more than
@@ -554,7 +556,7 @@ def _described(
     described = kernel.describe(ordered, memo, members)
     if described is None or not cfg.session_saturation > 0:
         return None
-    return _Described(ordered, units, described)
+    return _new(_Described, (ordered, units, described))
 
 
 _MEMBERS_MAX = 16384  # lists whose member descriptors an index keeps (see _members)
@@ -845,13 +847,13 @@ def _bounds(
     if scorer.w_freq:
         prior = _priors(view, cand, scorer)  # without the bonus: :func:`_scores`' lower bound
         lower = evidence + prior  # evidence only adds
-        return _Bounds(prior, lower, _kth(view, cand, lower, k, admitted, tag_only))
+        return _new(_Bounds, (prior, lower, _kth(view, cand, lower, k, admitted, tag_only)))
     block = max(2 * k, k + 16)
     found = kernel.bounds(view, cand, evidence, tag_only, _ranking(view, scorer, None), block)
     kth = _kth_of(found.best, k, admitted, len(found.best.seqs) < block or block >= len(cand))
     if kth is None:  # too few admitted among the best: _compiled_kth looks further on
         kth = _compiled_kth(view, cand, found.lower, k, admitted, tag_only, block * 4)
-    return _Bounds(found.prior, found.lower, kth)
+    return _new(_Bounds, (found.prior, found.lower, kth))
 
 
 def _taken(
@@ -879,7 +881,7 @@ def _taken(
         partial = _Sums.of(kernel.KernelSums(cand, *(a.copy() for a in found[1:])))
     tag_only = partial.only  # ranked after every other match: never the k-th
     bounds = _bounds(view, cand, partial.evidence, tag_only, scorer, k, admitted)
-    held = _Taken(cand, partial, tag_only, *bounds)
+    held = _new(_Taken, (cand, partial, tag_only, *bounds))
     if memo is not None and key is not None:
         memo.taken[key] = held
     return held

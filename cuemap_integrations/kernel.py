@@ -65,6 +65,9 @@ _ERRORS = {
     -5: "no memory for its work",
 }
 _NAMES = ("_kernel.so", "_kernel.pyd")  # plus the interpreter's own suffix, see _candidates
+# the results' NamedTuples are made by tuple.__new__: their own __new__ is a Python function
+# (a frame each, ~0.3 us), and a recall makes some twenty of them here
+_new = tuple.__new__
 
 
 class KernelError(CueMapError):
@@ -486,7 +489,7 @@ def accumulate(
     )  # fmt: skip
     scratch.held = (described, lists) if hold and found >= 0 else None
     found = _checked(found)
-    return KernelSums(slots[:found], evidence[:found], jump[:found], only[:found])
+    return _new(KernelSums, (slots[:found], evidence[:found], jump[:found], only[:found]))
 
 
 class RawEvidence(NamedTuple):
@@ -519,7 +522,7 @@ def evidence(
             held.buffer_info()[0],
         )
     )  # fmt: skip
-    return RawEvidence(raw, held.tobytes())
+    return _new(RawEvidence, (raw, held.tobytes()))
 
 
 class Top(NamedTuple):
@@ -638,7 +641,7 @@ def bounds(view: ArrayView, slots: Any, evidence: Any, skip: Any, by: Ranking, m
             seqs.buffer_info()[0], keys.buffer_info()[0],
         )
     )  # fmt: skip
-    return Bounds(prior, lower, _top(seqs, keys, found))
+    return _new(Bounds, (prior, lower, _top(seqs, keys, found)))
 
 
 def _scored(
@@ -688,7 +691,7 @@ def _top(seqs: array[int], keys: array[float], found: int) -> Top:
     """:class:`Top` of the first ``found`` rows a call wrote."""
     if found < len(seqs):
         del seqs[found:], keys[found:]
-    return Top(seqs, keys)
+    return _new(Top, (seqs, keys))
 
 
 class Kept(NamedTuple):
@@ -726,7 +729,7 @@ def keep(
             _data(base),
         )
     )  # fmt: skip
-    return Kept(kept_slots[:found], kept_seqs[:found], base[:found])
+    return _new(Kept, (kept_slots[:found], kept_seqs[:found], base[:found]))
 
 
 def _address(held: Any, dtype: str) -> int:

@@ -130,6 +130,9 @@ class _Found(NamedTuple):
     df: int  # the concept's document frequency (0 without keys)
 
 
+# the lists and gains a recall makes by tuple.__new__: a NamedTuple's own __new__ is a Python
+# function (a frame each), and a recall makes some twenty of each
+_new = tuple.__new__
 _DERIVED_MAX = 16384  # many distinct concepts and no write: start the index's memo over
 
 
@@ -250,7 +253,9 @@ def _cue_lists(index: NamespaceIndex, plan: QueryPlan, cfg: RecallConfig) -> lis
         keys, postings, df = _found(index, ("cue",), members)
         if keys:
             idf = bm25_idf(n, df)
-            out.append(_List("cue", w["cue"] * idf, postings, _Gain(idf), keys))
+            # by tuple.__new__: the NamedTuples' own __new__ is a Python function
+            gain = _new(_Gain, (idf, None, 0.0))
+            out.append(_new(_List, ("cue", w["cue"] * idf, postings, gain, keys)))
     return out
 
 
@@ -316,17 +321,18 @@ def _term_lists(index: NamespaceIndex, plan: QueryPlan, cfg: RecallConfig) -> li
     for tag in plan.tags:
         if tag in index.tags:
             idf = bm25_idf(n, len(index.tags[tag]))
+            gain = _new(_Gain, (idf, None, 0.0))
             out.append(
-                _List("tag", w["tag"] * idf, (index.tags[tag],), _Gain(idf), (("tag", tag),))
+                _new(_List, ("tag", w["tag"] * idf, (index.tags[tag],), gain, (("tag", tag),)))
             )
     for term in plan.terms:
         bucket = index.terms.get(term)
         if bucket:
             idf = bm25_idf(n, len(bucket))
 
-            gain = _TermGain(idf, bucket, lengths, avg, k1, b)
+            term_gain = _new(_TermGain, (idf, bucket, lengths, avg, k1, b))
             bound = w["content"] * idf * (k1 + 1.0)
-            out.append(_List("content", bound, (bucket,), gain, (("term", term),)))
+            out.append(_new(_List, ("content", bound, (bucket,), term_gain, (("term", term),))))
     return out
 
 
