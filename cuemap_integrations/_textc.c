@@ -4616,6 +4616,40 @@ static PyObject *textc_describe_lists(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* spread_evidence(raw, held, seqs, cue, tag, content, session): arrays._py_spread_evidence,
+   each memory's raw sums (4 doubles of ``raw`` a memory, kernel.evidence's order) put in the
+   dicts of the signals its ``held`` bits name (cue 1, tag 2, content 4, session 8), by seq. */
+static PyObject *textc_spread_evidence(PyObject *self, PyObject *args) {
+    PyObject *given, *into[4];
+    Py_buffer raw, held;
+    if (!PyArg_ParseTuple(args, "y*y*OO!O!O!O!:spread_evidence", &raw, &held, &given,
+                          &PyDict_Type, &into[0], &PyDict_Type, &into[1], &PyDict_Type,
+                          &into[2], &PyDict_Type, &into[3]))
+        return NULL;
+    PyObject *seqs = PySequence_Fast(given, "spread_evidence: seqs must be a sequence");
+    Py_ssize_t n = seqs == NULL ? 0 : PySequence_Fast_GET_SIZE(seqs);
+    int failed = seqs == NULL;
+    if (!failed && (raw.len < 32 * n || held.len < n)) {
+        PyErr_SetString(PyExc_ValueError, "spread_evidence: 4 sums and a byte per memory");
+        failed = 1;
+    }
+    const double *sums = raw.buf;
+    const unsigned char *bits = held.buf;
+    for (Py_ssize_t i = 0; !failed && i < n; i++) {
+        for (int signal = 0; !failed && signal < 4; signal++) {
+            if (!(bits[i] & (1 << signal))) continue;
+            PyObject *value = PyFloat_FromDouble(sums[4 * i + signal]);
+            failed = value == NULL ||
+                     PyDict_SetItem(into[signal], PySequence_Fast_GET_ITEM(seqs, i), value) < 0;
+            Py_XDECREF(value);
+        }
+    }
+    Py_XDECREF(seqs);
+    PyBuffer_Release(&raw);
+    PyBuffer_Release(&held);
+    return failed ? NULL : Py_NewRef(Py_None);
+}
+
 /* alone(concepts): ranking._py_alone, memory -> the set of the positions of the carried
    concepts (Concept tuples) that came from it alone (one source) with self factor 0. */
 static PyObject *textc_alone(PyObject *self, PyObject *given) {
@@ -5468,6 +5502,7 @@ static PyMethodDef methods[] = {
     {"carried_parts", textc_carried_parts, METH_VARARGS, "ranking._py_carried_parts."},
     {"carried_lists", textc_carried_lists, METH_VARARGS, "topk._py_carried_lists."},
     {"describe_lists", textc_describe_lists, METH_VARARGS, "kernel._py_describe's packing."},
+    {"spread_evidence", textc_spread_evidence, METH_VARARGS, "arrays._py_spread_evidence."},
     {"alone", textc_alone, METH_O, "ranking._py_alone."},
     {"shared_positions", textc_shared_positions, METH_O, "ranking._py_shared_positions."},
     {"place", textc_place, METH_VARARGS, "keytables._place."},
@@ -5491,7 +5526,7 @@ PyMODINIT_FUNC PyInit__textc(void) {
         (SHARED_NAME = PyUnicode_InternFromString("_shared")) == NULL)
         return NULL;
     PyObject *m = PyModule_Create(&module);
-    if (m != NULL && (PyModule_AddIntConstant(m, "ABI_VERSION", 15) < 0 ||
+    if (m != NULL && (PyModule_AddIntConstant(m, "ABI_VERSION", 16) < 0 ||
                       PyModule_AddObjectRef(m, "StemMemo", (PyObject *)&StemMemoType) < 0 ||
                       add_record_of(m) < 0 || add_screen(m) < 0 || add_new_record(m) < 0))
         Py_CLEAR(m);

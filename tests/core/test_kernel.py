@@ -12,6 +12,7 @@ import math
 import os
 import random
 import threading
+from array import array
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -1483,3 +1484,33 @@ def test_compiled_descriptors_pack_what_the_python_ones_pack(seed: int, query: l
             kernel.describe(
                 [first._replace(signal="nope", gain=topk._Gain(1.0))], None, members[:1]
             )
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    rows=st.lists(
+        st.tuples(
+            st.integers(0, 10**12),
+            st.integers(0, 15),
+            st.lists(st.floats(allow_nan=False), min_size=4, max_size=4),
+        ),
+        max_size=30,
+    )
+)
+def test_compiled_spread_of_evidence_fills_what_the_python_one_fills(
+    rows: list[tuple[int, int, list[float]]],
+) -> None:
+    """``_textc.spread_evidence`` puts each memory's raw sums in the dicts its bits name, as
+    :func:`arrays._py_spread_evidence` does (the same floats, the same dict order)."""
+    if arrays._textc is None:
+        pytest.skip("the text extension is not built")
+    seqs = [seq for seq, _, _ in rows]
+    held = bytes(bits for _, bits, _ in rows)
+    raw = array("d", [value for _, _, sums in rows for value in sums])
+    got: list[dict[int, float]] = [{}, {}, {}, {}]
+    want: list[dict[int, float]] = [{}, {}, {}, {}]
+    arrays._textc.spread_evidence(raw, held, seqs, *got)
+    arrays._py_spread_evidence(raw, held, seqs, *want)
+    assert [list(d.items()) for d in got] == [list(d.items()) for d in want]
+    with pytest.raises(ValueError, match="4 sums and a byte per memory"):
+        arrays._textc.spread_evidence(raw, held, [*seqs, 1], *got)
