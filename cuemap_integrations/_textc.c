@@ -4650,6 +4650,51 @@ static PyObject *textc_spread_evidence(PyObject *self, PyObject *args) {
     return failed ? NULL : Py_NewRef(Py_None);
 }
 
+/* rest_bounds(lists, session_cap): topk._py_rest_bounds, rest[i] the most that lists i.. (topk
+   _List tuples: a signal and a bound first) add to one memory's score, and rest[n] = 0.0:
+   the linear and the session bounds each summed from the last list back from 0.0 (each list
+   adding 0.0 to the sum it is not part of), the session sum capped at ``session_cap``. */
+static PyObject *textc_rest_bounds(PyObject *self, PyObject *args) {
+    PyObject *given;
+    double cap;
+    if (!PyArg_ParseTuple(args, "Od:rest_bounds", &given, &cap)) return NULL;
+    PyObject *lists = PySequence_Fast(given, "rest_bounds: lists must be a sequence");
+    if (lists == NULL) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(lists);
+    PyObject *out = PyList_New(n + 1);
+    double linear = 0.0, session = 0.0;
+    for (Py_ssize_t i = n; out != NULL && i >= 0; i--) {
+        if (i < n) {
+            PyObject *lst = PySequence_Fast_GET_ITEM(lists, i);
+            if (!PyTuple_Check(lst) || PyTuple_GET_SIZE(lst) < 2) {
+                PyErr_SetString(PyExc_TypeError, "rest_bounds: lists must be _List tuples");
+                Py_CLEAR(out);
+                break;
+            }
+            PyObject *signal = PyTuple_GET_ITEM(lst, 0);
+            double bound = PyFloat_AsDouble(PyTuple_GET_ITEM(lst, 1));
+            if (bound == -1.0 && PyErr_Occurred()) {
+                Py_CLEAR(out);
+                break;
+            }
+            int own_session = PyUnicode_Check(signal) &&
+                              PyUnicode_CompareWithASCIIString(signal, "session") == 0;
+            linear += own_session ? 0.0 : bound;
+            session += own_session ? bound : 0.0;
+        }
+        /* min(session, cap) as topk writes it: cap when cap < session, else session */
+        PyObject *rest = i == n ? PyFloat_FromDouble(0.0)
+                                : PyFloat_FromDouble(linear + (cap < session ? cap : session));
+        if (rest == NULL) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyList_SET_ITEM(out, i, rest);
+    }
+    Py_DECREF(lists);
+    return out;
+}
+
 /* alone(concepts): ranking._py_alone, memory -> the set of the positions of the carried
    concepts (Concept tuples) that came from it alone (one source) with self factor 0. */
 static PyObject *textc_alone(PyObject *self, PyObject *given) {
@@ -5503,6 +5548,7 @@ static PyMethodDef methods[] = {
     {"carried_lists", textc_carried_lists, METH_VARARGS, "topk._py_carried_lists."},
     {"describe_lists", textc_describe_lists, METH_VARARGS, "kernel._py_describe's packing."},
     {"spread_evidence", textc_spread_evidence, METH_VARARGS, "arrays._py_spread_evidence."},
+    {"rest_bounds", textc_rest_bounds, METH_VARARGS, "topk._py_rest_bounds."},
     {"alone", textc_alone, METH_O, "ranking._py_alone."},
     {"shared_positions", textc_shared_positions, METH_O, "ranking._py_shared_positions."},
     {"place", textc_place, METH_VARARGS, "keytables._place."},
@@ -5526,7 +5572,7 @@ PyMODINIT_FUNC PyInit__textc(void) {
         (SHARED_NAME = PyUnicode_InternFromString("_shared")) == NULL)
         return NULL;
     PyObject *m = PyModule_Create(&module);
-    if (m != NULL && (PyModule_AddIntConstant(m, "ABI_VERSION", 16) < 0 ||
+    if (m != NULL && (PyModule_AddIntConstant(m, "ABI_VERSION", 17) < 0 ||
                       PyModule_AddObjectRef(m, "StemMemo", (PyObject *)&StemMemoType) < 0 ||
                       add_record_of(m) < 0 || add_screen(m) < 0 || add_new_record(m) < 0))
         Py_CLEAR(m);

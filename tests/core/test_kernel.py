@@ -1514,3 +1514,26 @@ def test_compiled_spread_of_evidence_fills_what_the_python_one_fills(
     assert [list(d.items()) for d in got] == [list(d.items()) for d in want]
     with pytest.raises(ValueError, match="4 sums and a byte per memory"):
         arrays._textc.spread_evidence(raw, held, [*seqs, 1], *got)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    bounds=st.lists(
+        st.tuples(
+            st.sampled_from(["cue", "tag", "content", "session"]),
+            st.floats(min_value=0.0, max_value=1e9, allow_nan=False),
+        ),
+        max_size=80,
+    ),
+    cap=st.floats(min_value=0.0, max_value=1e9, allow_nan=False),
+)
+def test_compiled_rest_bounds_are_the_python_ones(
+    bounds: list[tuple[str, float]], cap: float
+) -> None:
+    """``_textc.rest_bounds`` gives the same floats as :func:`topk._py_rest_bounds`."""
+    if topk._textc is None:
+        pytest.skip("the text extension is not built")
+    lists = [_List(signal, bound, (), topk._Gain(1.0), ()) for signal, bound in bounds]
+    got = topk._textc.rest_bounds(lists, cap)
+    assert list(map(repr, got)) == list(map(repr, topk._py_rest_bounds(lists, cap)))
+    assert topk.rest_bounds is topk._textc.rest_bounds
