@@ -4695,6 +4695,17 @@ static PyObject *textc_rest_bounds(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* buffer_address(obj): the address of ``obj``'s C-contiguous buffer (an error when it exports
+   none: NumPy's ValueError for a strided array), what kernel._py_data finds by ctypes in
+   ~0.8 us, some forty times a recall. */
+static PyObject *textc_buffer_address(PyObject *self, PyObject *obj) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(obj, &view, PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    void *address = view.buf;
+    PyBuffer_Release(&view);
+    return PyLong_FromVoidPtr(address);
+}
+
 /* alone(concepts): ranking._py_alone, memory -> the set of the positions of the carried
    concepts (Concept tuples) that came from it alone (one source) with self factor 0. */
 static PyObject *textc_alone(PyObject *self, PyObject *given) {
@@ -5549,6 +5560,7 @@ static PyMethodDef methods[] = {
     {"describe_lists", textc_describe_lists, METH_VARARGS, "kernel._py_describe's packing."},
     {"spread_evidence", textc_spread_evidence, METH_VARARGS, "arrays._py_spread_evidence."},
     {"rest_bounds", textc_rest_bounds, METH_VARARGS, "topk._py_rest_bounds."},
+    {"buffer_address", textc_buffer_address, METH_O, "kernel._py_data of a contiguous buffer."},
     {"alone", textc_alone, METH_O, "ranking._py_alone."},
     {"shared_positions", textc_shared_positions, METH_O, "ranking._py_shared_positions."},
     {"place", textc_place, METH_VARARGS, "keytables._place."},
@@ -5572,7 +5584,7 @@ PyMODINIT_FUNC PyInit__textc(void) {
         (SHARED_NAME = PyUnicode_InternFromString("_shared")) == NULL)
         return NULL;
     PyObject *m = PyModule_Create(&module);
-    if (m != NULL && (PyModule_AddIntConstant(m, "ABI_VERSION", 17) < 0 ||
+    if (m != NULL && (PyModule_AddIntConstant(m, "ABI_VERSION", 18) < 0 ||
                       PyModule_AddObjectRef(m, "StemMemo", (PyObject *)&StemMemoType) < 0 ||
                       add_record_of(m) < 0 || add_screen(m) < 0 || add_new_record(m) < 0))
         Py_CLEAR(m);

@@ -1537,3 +1537,33 @@ def test_compiled_rest_bounds_are_the_python_ones(
     got = topk._textc.rest_bounds(lists, cap)
     assert list(map(repr, got)) == list(map(repr, topk._py_rest_bounds(lists, cap)))
     assert topk.rest_bounds is topk._textc.rest_bounds
+
+
+def test_buffer_addresses_are_the_ctypes_ones() -> None:
+    """``_textc.buffer_address`` gives the address :func:`kernel._py_data` gives, for the
+    arrays the kernel reads (written, read-only, empty, views from an offset), and refuses a
+    strided one, which :func:`kernel._address` then refuses as before."""
+    if kernel._textc is None:
+        pytest.skip("the text extension is not built")
+    np = arrays._np()
+    whole = np.arange(64, dtype=np.int64)
+    frozen = np.ones(5)
+    frozen.flags.writeable = False
+    held = [whole, whole[3:17], np.empty(0), frozen, np.zeros(9, dtype=np.bool_), np.zeros(3)]
+    for array_ in held:
+        assert kernel._textc.buffer_address(array_) == kernel._py_data(array_)
+        assert kernel._data(array_) == kernel._py_data(array_)
+    with pytest.raises((BufferError, ValueError)):  # NumPy's ValueError
+        kernel._textc.buffer_address(whole[::2])
+    assert kernel._data(whole[::2]) == kernel._py_data(whole[::2])  # ctypes' way, as before
+    assert kernel._address(whole[3:17], "<i8") == kernel._py_data(whole[3:17])
+    with pytest.raises(kernel.KernelError, match="not a strided <i8 one"):
+        kernel._address(whole[::2], "<i8")
+    with pytest.raises(kernel.KernelError, match="not a <f8 one"):
+        kernel._address(np.zeros(3), "<i8")
+    with pytest.raises(kernel.KernelError, match="contiguous int64"):
+        kernel._int64s((whole[::2], whole[::2]), 32)
+    refine = kernel.Refine(np.zeros(8)[::2], [0.0, 0.0], 0.0, 0)
+    with pytest.raises(kernel.KernelError, match="contiguous float64 base"):
+        kernel._refined(refine, 4, 1)
+    assert kernel._refined(kernel.Refine(np.zeros(4), [0.0, 0.0], 0.0, 0), 4, 1)[0] > 0
