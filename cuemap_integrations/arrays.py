@@ -71,6 +71,7 @@ MIRROR_MIN_POSTINGS = 1 << 16
 
 # NamedTuples made on the hot path by tuple.__new__ (their own __new__ is a Python function)
 _new = tuple.__new__
+_BONUS_ARRAY_MIN = 64  # candidates from which a date bonus is found by NumPy (see _priors)
 _EPSILON = 1e-9  # NumPy and Python sum a memory's parts in different orders: keep near-ties
 _BIG_SHIFT = 1.0  # tag-only matches rank after every other match (see ranking.rank)
 # Narrowing reads the rare lists sparsely (sorting their union); once they hold more than
@@ -1478,7 +1479,10 @@ def _priors(view: ArrayView, cand: Any, scorer: FastScorer, *, with_bonus: bool 
         prior = prior - scorer.w_freq * np.log1p(access)
     if with_bonus and scorer.bonus is not None:  # asked only for the few candidates left at the end
         seqs = view.seq_at[cand]
-        given = None if scorer.bonus_array is None else scorer.bonus_array(seqs)
+        # by NumPy from some sixty candidates (its fixed cost, a few array calls, is the list
+        # way's for about that many)
+        many = scorer.bonus_array is not None and len(seqs) >= _BONUS_ARRAY_MIN
+        given = scorer.bonus_array(seqs) if many else None  # type: ignore[misc]
         if given is None:
             given = np.array(scorer.bonuses(seqs.tolist()), dtype=np.float64)
         prior = prior + given
