@@ -4539,8 +4539,8 @@ static int append_members(PyObject *held, char **out, Py_ssize_t *used, Py_ssize
     long long count = PyLong_AsLongLong(PyTuple_GET_ITEM(held, 2));
     if (count == -1 && PyErr_Occurred()) return -1;
     Py_buffer view;
-    if (PyObject_GetBuffer(PyTuple_GET_ITEM(held, 0), &view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
-        return -1;
+    PyObject *packed = PyTuple_GET_ITEM(held, 0);
+    if (PyObject_GetBuffer(packed, &view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) return -1;
     int failed = view.itemsize != 8 || view.format == NULL || strcmp(view.format, "q") != 0;
     if (failed) PyErr_SetString(PyExc_TypeError, "describe_lists: members must be array('q')");
     if (!failed && *used + view.len > *room) {
@@ -4650,10 +4650,11 @@ static PyObject *textc_spread_evidence(PyObject *self, PyObject *args) {
     return failed ? NULL : Py_NewRef(Py_None);
 }
 
-/* rest_bounds(lists, session_cap): topk._py_rest_bounds, rest[i] the most that lists i.. (topk
-   _List tuples: a signal and a bound first) add to one memory's score, and rest[n] = 0.0:
-   the linear and the session bounds each summed from the last list back from 0.0 (each list
-   adding 0.0 to the sum it is not part of), the session sum capped at ``session_cap``. */
+/* rest_bounds(lists, session_cap): topk._py_rest_bounds, rest[i] the most that lists i..
+   (topk _List tuples, or objects with a signal and a bound) add to one memory's score, and
+   rest[n] = 0.0: the linear and the session bounds each summed from the last list back from
+   0.0 (each list adding 0.0 to the sum it is not part of), the session sum capped at
+   ``session_cap``. */
 static PyObject *textc_rest_bounds(PyObject *self, PyObject *args) {
     PyObject *given;
     double cap;
@@ -4665,20 +4666,27 @@ static PyObject *textc_rest_bounds(PyObject *self, PyObject *args) {
     double linear = 0.0, session = 0.0;
     for (Py_ssize_t i = n; out != NULL && i >= 0; i--) {
         if (i < n) {
-            PyObject *lst = PySequence_Fast_GET_ITEM(lists, i);
-            if (!PyTuple_Check(lst) || PyTuple_GET_SIZE(lst) < 2) {
-                PyErr_SetString(PyExc_TypeError, "rest_bounds: lists must be _List tuples");
+            /* a _List's signal and bound are its first two items; anything else's, its
+               attributes of those names (as topk reads them) */
+            PyObject *lst = PySequence_Fast_GET_ITEM(lists, i), *signal, *given_bound;
+            if (PyTuple_Check(lst) && PyTuple_GET_SIZE(lst) >= 2) {
+                signal = Py_NewRef(PyTuple_GET_ITEM(lst, 0));
+                given_bound = Py_NewRef(PyTuple_GET_ITEM(lst, 1));
+            } else {
+                signal = PyObject_GetAttrString(lst, "signal");
+                given_bound = signal == NULL ? NULL : PyObject_GetAttrString(lst, "bound");
+            }
+            double bound = given_bound == NULL ? -1.0 : PyFloat_AsDouble(given_bound);
+            int own_session = bound == -1.0 && PyErr_Occurred()
+                                  ? -1
+                                  : PyUnicode_Check(signal) &&
+                                        PyUnicode_CompareWithASCIIString(signal, "session") == 0;
+            Py_XDECREF(signal);
+            Py_XDECREF(given_bound);
+            if (own_session < 0) {
                 Py_CLEAR(out);
                 break;
             }
-            PyObject *signal = PyTuple_GET_ITEM(lst, 0);
-            double bound = PyFloat_AsDouble(PyTuple_GET_ITEM(lst, 1));
-            if (bound == -1.0 && PyErr_Occurred()) {
-                Py_CLEAR(out);
-                break;
-            }
-            int own_session = PyUnicode_Check(signal) &&
-                              PyUnicode_CompareWithASCIIString(signal, "session") == 0;
             linear += own_session ? 0.0 : bound;
             session += own_session ? bound : 0.0;
         }

@@ -15,6 +15,7 @@ import threading
 from array import array
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -1537,6 +1538,11 @@ def test_compiled_rest_bounds_are_the_python_ones(
     got = topk._textc.rest_bounds(lists, cap)
     assert list(map(repr, got)) == list(map(repr, topk._py_rest_bounds(lists, cap)))
     assert topk.rest_bounds is topk._textc.rest_bounds
+    # anything with a signal and a bound, as topk reads them (arrays._rest_bounds' tests)
+    plain = [SimpleNamespace(signal=signal, bound=bound) for signal, bound in bounds]
+    assert list(map(repr, topk._textc.rest_bounds(plain, cap))) == list(map(repr, got))
+    with pytest.raises(AttributeError):
+        topk._textc.rest_bounds([SimpleNamespace(signal="cue")], cap)
 
 
 def test_buffer_addresses_are_the_ctypes_ones() -> None:
