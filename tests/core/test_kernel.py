@@ -1573,3 +1573,49 @@ def test_buffer_addresses_are_the_ctypes_ones() -> None:
     with pytest.raises(kernel.KernelError, match="contiguous float64 base"):
         kernel._refined(refine, 4, 1)
     assert kernel._refined(kernel.Refine(np.zeros(4), [0.0, 0.0], 0.0, 0), 4, 1)[0] > 0
+
+
+class _Unpacking:
+    """The kernel library, whose packed accumulate unpacks its buffer in Python and passes the
+    arguments to ``cm_accumulate`` itself, in that function's order."""
+
+    def __init__(self, real: Any) -> None:
+        self._real = real
+        self.calls = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+    def cm_accumulate_packed(self, packed: bytes) -> int:
+        self.calls += 1
+        given = kernel._ACCUMULATE_ARGUMENTS.unpack(packed)
+        ints, (cut, floor_cut, prior_max) = given[:26], given[26:]
+        return int(
+            self._real.cm_accumulate(
+                *ints[:18], cut, *ints[18:21], floor_cut, prior_max, *ints[21:]
+            )
+        )
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=SEEDS, query=QUERIES, k=KS, narrow=st.booleans())
+def test_the_packed_accumulate_passes_what_cm_accumulate_takes(
+    seed: int, query: list[str], k: int, narrow: bool
+) -> None:
+    """``cm_accumulate_packed`` reads its buffer as ``cm_accumulate``'s arguments in order:
+    recalls through it (held, resumed, refined and floored calls) give what the same
+    arguments passed one by one give."""
+    real = kernel._library()
+    if real is None:
+        pytest.skip("the compiled kernel is not built")
+    cm = build(seed % 3, 400)
+    text = " ".join(query)
+    expected = by_arrays(cm, text, k, narrow)
+    unpacking = _Unpacking(real)
+    kernel._lib = unpacking
+    try:
+        got = by_arrays(cm, text, k, narrow)
+    finally:
+        kernel._lib = real
+    assert got == expected
+    assert unpacking.calls or not expected
