@@ -14,10 +14,11 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* The layout of every argument below: kernel.py refuses a library reporting another one (a
  * stale build next to newer sources). Raise it with any change to an argument or descriptor. */
-#define ABI_VERSION 13
+#define ABI_VERSION 14
 
 int64_t cm_abi_version(void) { return ABI_VERSION; }
 
@@ -816,6 +817,24 @@ union_run(const void *seqs, const int width, int64_t count, const int64_t *slot_
         bits[slot >> 6] |= bit;
     }
     return touched;
+}
+
+/* cm_accumulate with its arguments packed in one buffer (kernel.accumulate packs them): its 26
+   integer and address arguments in order as int64 (n_lists .. o_cap, leaving out the three
+   doubles), then cut, floor_cut and prior_max as doubles. One ctypes argument where ctypes
+   converted 33, an object made for each (~4 us a call, some four calls a recall). */
+int64_t cm_accumulate_packed(const char *packed) {
+    int64_t a[26];
+    double d[3];
+    memcpy(a, packed, sizeof a); /* the buffer's alignment is not promised */
+    memcpy(d, packed + sizeof a, sizeof d);
+    return cm_accumulate(a[0], (const int64_t *)a[1], (const double *)a[2], (const int64_t *)a[3],
+                         (const int64_t *)a[4], a[5], a[6], a[7], (const double *)a[8],
+                         (const double *)a[9], a[10], (Cell *)a[11], (uint64_t *)a[12], a[13],
+                         (const int64_t *)a[14], (const int64_t *)a[15], (const double *)a[16],
+                         (const double *)a[17], d[0], a[18], a[19], a[20], d[1], d[2],
+                         (int64_t *)a[21], (double *)a[22], (double *)a[23], (uint8_t *)a[24],
+                         a[25]);
 }
 
 int64_t cm_union_size(int64_t n_members, const int64_t *member_ints, const int64_t *slot_by_seq,

@@ -4483,6 +4483,237 @@ static PyObject *textc_carried_lists(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* One list's four descriptor integers and five doubles (kernel._py_describe): 1 when its gain
+   is not exactly of type ``term_type`` (BM25) or ``gain_type`` (constant), -1 on an error. */
+static int list_descriptor(PyObject *lst, PyTypeObject *term_type, PyTypeObject *gain_type,
+                           PyObject *signals, int64_t *ints, double *doubles) {
+    if (!PyTuple_Check(lst) || PyTuple_GET_SIZE(lst) != 5) {
+        PyErr_SetString(PyExc_TypeError, "describe_lists: lists must be _List tuples");
+        return -1;
+    }
+    PyObject *gain = PyTuple_GET_ITEM(lst, 3);
+    int bm25 = Py_IS_TYPE(gain, term_type);
+    if (!bm25 && !Py_IS_TYPE(gain, gain_type)) return 1;
+    if (PyTuple_GET_SIZE(gain) != (bm25 ? 6 : 3)) {
+        PyErr_SetString(PyExc_TypeError, "describe_lists: a gain of another size");
+        return -1;
+    }
+    PyObject *code = PyDict_GetItemWithError(signals, PyTuple_GET_ITEM(lst, 0));
+    if (code == NULL) {
+        if (!PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, PyTuple_GET_ITEM(lst, 0));
+        return -1;
+    }
+    Py_ssize_t members = PyObject_Size(PyTuple_GET_ITEM(lst, 2));
+    if (members < 0 || ((ints[0] = PyLong_AsLongLong(code)) == -1 && PyErr_Occurred())) return -1;
+    ints[1] = bm25;
+    ints[2] = members;
+    ints[3] = -1;
+    /* the doubles in _py_describe's order: BM25 (idf, 0, k1, b, avg); constant (value,
+       special_value, 0, 0, 0); a _TermGain is (idf, bucket, lengths, avg, k1, b) */
+    static const int at_bm25[5] = {0, -1, 4, 5, 3}, at_constant[5] = {0, 2, -1, -1, -1};
+    const int *at = bm25 ? at_bm25 : at_constant;
+    for (int i = 0; i < 5; i++) {
+        doubles[i] = at[i] < 0 ? 0.0 : PyFloat_AsDouble(PyTuple_GET_ITEM(gain, at[i]));
+        if (doubles[i] == -1.0 && PyErr_Occurred()) return -1;
+    }
+    PyObject *special = bm25 ? Py_None : PyTuple_GET_ITEM(gain, 1);
+    if (special != Py_None) {
+        PyObject *index = PyNumber_Index(special); /* as struct's "q" takes it */
+        if (index == NULL) return -1;
+        ints[3] = PyLong_AsLongLong(index);
+        Py_DECREF(index);
+        if (ints[3] == -1 && PyErr_Occurred()) return -1;
+    }
+    return 0;
+}
+
+/* Append the packed member descriptors of one kernel._Members tuple (an int64 array, its
+   buffers, its postings) to ``*out`` (``*used`` of ``*room`` bytes, grown by realloc), and add
+   its postings to ``*postings``. */
+static int append_members(PyObject *held, char **out, Py_ssize_t *used, Py_ssize_t *room,
+                          long long *postings) {
+    if (!PyTuple_Check(held) || PyTuple_GET_SIZE(held) != 3) {
+        PyErr_SetString(PyExc_TypeError, "describe_lists: members must be _Members tuples");
+        return -1;
+    }
+    long long count = PyLong_AsLongLong(PyTuple_GET_ITEM(held, 2));
+    if (count == -1 && PyErr_Occurred()) return -1;
+    Py_buffer view;
+    PyObject *packed = PyTuple_GET_ITEM(held, 0);
+    if (PyObject_GetBuffer(packed, &view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) return -1;
+    int failed = view.itemsize != 8 || view.format == NULL || strcmp(view.format, "q") != 0;
+    if (failed) PyErr_SetString(PyExc_TypeError, "describe_lists: members must be array('q')");
+    if (!failed && *used + view.len > *room) {
+        Py_ssize_t grown = 2 * (*used + view.len);
+        char *more = PyMem_Realloc(*out, (size_t)grown);
+        failed = more == NULL;
+        if (failed) PyErr_NoMemory();
+        else *out = more, *room = grown;
+    }
+    if (!failed) {
+        memcpy(*out + *used, view.buf, (size_t)view.len);
+        *used += view.len;
+        *postings += count;
+    }
+    PyBuffer_Release(&view);
+    return failed ? -1 : 0;
+}
+
+/* describe_lists(lists, members, term_type, gain_type, signals): what kernel._py_describe
+   packs for ``lists`` (topk._List tuples) given each one's member descriptors ``members``
+   (kernel._Members): (ints, doubles, members, postings), the first three as bytes of native
+   int64, double and int64 (4 integers and 5 doubles a list; the members' end to end), the
+   last their postings; None when a gain is not exactly of ``term_type`` or ``gain_type``
+   (the Python way then decides). ``signals``: a signal's name -> its code. */
+static PyObject *textc_describe_lists(PyObject *self, PyObject *args) {
+    PyObject *given, *held_given, *signals;
+    PyTypeObject *term_type, *gain_type;
+    if (!PyArg_ParseTuple(args, "OOO!O!O!:describe_lists", &given, &held_given, &PyType_Type,
+                          &term_type, &PyType_Type, &gain_type, &PyDict_Type, &signals))
+        return NULL;
+    PyObject *lists = PySequence_Fast(given, "describe_lists: lists must be a sequence");
+    PyObject *helds = lists == NULL ? NULL
+                                    : PySequence_Fast(held_given, "describe_lists: members");
+    if (helds == NULL) {
+        Py_XDECREF(lists);
+        return NULL;
+    }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(lists), used = 0, room = 64 * n + 64;
+    PyObject *ints = NULL, *doubles = NULL, *out = NULL;
+    char *members = NULL;
+    long long postings = 0;
+    int failed = 0, unknown = 0;
+    if (PySequence_Fast_GET_SIZE(helds) != n) {
+        PyErr_SetString(PyExc_ValueError, "describe_lists: a member descriptor per list");
+        failed = 1;
+    } else if ((ints = PyBytes_FromStringAndSize(NULL, 32 * n)) == NULL ||
+               (doubles = PyBytes_FromStringAndSize(NULL, 40 * n)) == NULL ||
+               (members = PyMem_Malloc((size_t)room)) == NULL) {
+        if (members == NULL && !PyErr_Occurred()) PyErr_NoMemory();
+        failed = 1;
+    }
+    for (Py_ssize_t i = 0; !failed && !unknown && i < n; i++) {
+        int64_t *to_ints = (int64_t *)PyBytes_AS_STRING(ints) + 4 * i;
+        double *to_doubles = (double *)PyBytes_AS_STRING(doubles) + 5 * i;
+        int kind = list_descriptor(PySequence_Fast_GET_ITEM(lists, i), term_type, gain_type,
+                                   signals, to_ints, to_doubles);
+        failed = kind < 0 || (kind == 0 && append_members(PySequence_Fast_GET_ITEM(helds, i),
+                                                          &members, &used, &room,
+                                                          &postings) < 0);
+        unknown = kind > 0;
+    }
+    if (!failed && unknown) {
+        out = Py_NewRef(Py_None);
+    } else if (!failed) {
+        PyObject *packed = PyBytes_FromStringAndSize(members, used);
+        out = packed == NULL ? NULL : Py_BuildValue("(OONL)", ints, doubles, packed, postings);
+    }
+    PyMem_Free(members);
+    Py_XDECREF(ints);
+    Py_XDECREF(doubles);
+    Py_DECREF(lists);
+    Py_DECREF(helds);
+    return out;
+}
+
+/* spread_evidence(raw, held, seqs, cue, tag, content, session): arrays._py_spread_evidence,
+   each memory's raw sums (4 doubles of ``raw`` a memory, kernel.evidence's order) put in the
+   dicts of the signals its ``held`` bits name (cue 1, tag 2, content 4, session 8), by seq. */
+static PyObject *textc_spread_evidence(PyObject *self, PyObject *args) {
+    PyObject *given, *into[4];
+    Py_buffer raw, held;
+    if (!PyArg_ParseTuple(args, "y*y*OO!O!O!O!:spread_evidence", &raw, &held, &given,
+                          &PyDict_Type, &into[0], &PyDict_Type, &into[1], &PyDict_Type,
+                          &into[2], &PyDict_Type, &into[3]))
+        return NULL;
+    PyObject *seqs = PySequence_Fast(given, "spread_evidence: seqs must be a sequence");
+    Py_ssize_t n = seqs == NULL ? 0 : PySequence_Fast_GET_SIZE(seqs);
+    int failed = seqs == NULL;
+    if (!failed && (raw.len < 32 * n || held.len < n)) {
+        PyErr_SetString(PyExc_ValueError, "spread_evidence: 4 sums and a byte per memory");
+        failed = 1;
+    }
+    const double *sums = raw.buf;
+    const unsigned char *bits = held.buf;
+    for (Py_ssize_t i = 0; !failed && i < n; i++) {
+        for (int signal = 0; !failed && signal < 4; signal++) {
+            if (!(bits[i] & (1 << signal))) continue;
+            PyObject *value = PyFloat_FromDouble(sums[4 * i + signal]);
+            failed = value == NULL ||
+                     PyDict_SetItem(into[signal], PySequence_Fast_GET_ITEM(seqs, i), value) < 0;
+            Py_XDECREF(value);
+        }
+    }
+    Py_XDECREF(seqs);
+    PyBuffer_Release(&raw);
+    PyBuffer_Release(&held);
+    return failed ? NULL : Py_NewRef(Py_None);
+}
+
+/* rest_bounds(lists, session_cap): topk._py_rest_bounds, rest[i] the most that lists i..
+   (topk _List tuples, or objects with a signal and a bound) add to one memory's score, and
+   rest[n] = 0.0: the linear and the session bounds each summed from the last list back from
+   0.0 (each list adding 0.0 to the sum it is not part of), the session sum capped at
+   ``session_cap``. */
+static PyObject *textc_rest_bounds(PyObject *self, PyObject *args) {
+    PyObject *given;
+    double cap;
+    if (!PyArg_ParseTuple(args, "Od:rest_bounds", &given, &cap)) return NULL;
+    PyObject *lists = PySequence_Fast(given, "rest_bounds: lists must be a sequence");
+    if (lists == NULL) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(lists);
+    PyObject *out = PyList_New(n + 1);
+    double linear = 0.0, session = 0.0;
+    for (Py_ssize_t i = n; out != NULL && i >= 0; i--) {
+        if (i < n) {
+            /* a _List's signal and bound are its first two items; anything else's, its
+               attributes of those names (as topk reads them) */
+            PyObject *lst = PySequence_Fast_GET_ITEM(lists, i), *signal, *given_bound;
+            if (PyTuple_Check(lst) && PyTuple_GET_SIZE(lst) >= 2) {
+                signal = Py_NewRef(PyTuple_GET_ITEM(lst, 0));
+                given_bound = Py_NewRef(PyTuple_GET_ITEM(lst, 1));
+            } else {
+                signal = PyObject_GetAttrString(lst, "signal");
+                given_bound = signal == NULL ? NULL : PyObject_GetAttrString(lst, "bound");
+            }
+            double bound = given_bound == NULL ? -1.0 : PyFloat_AsDouble(given_bound);
+            int own_session = bound == -1.0 && PyErr_Occurred()
+                                  ? -1
+                                  : PyUnicode_Check(signal) &&
+                                        PyUnicode_CompareWithASCIIString(signal, "session") == 0;
+            Py_XDECREF(signal);
+            Py_XDECREF(given_bound);
+            if (own_session < 0) {
+                Py_CLEAR(out);
+                break;
+            }
+            linear += own_session ? 0.0 : bound;
+            session += own_session ? bound : 0.0;
+        }
+        /* min(session, cap) as topk writes it: cap when cap < session, else session */
+        PyObject *rest = i == n ? PyFloat_FromDouble(0.0)
+                                : PyFloat_FromDouble(linear + (cap < session ? cap : session));
+        if (rest == NULL) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyList_SET_ITEM(out, i, rest);
+    }
+    Py_DECREF(lists);
+    return out;
+}
+
+/* buffer_address(obj): the address of ``obj``'s C-contiguous buffer (an error when it exports
+   none: NumPy's ValueError for a strided array), what kernel._py_data finds by ctypes in
+   ~0.8 us, some forty times a recall. */
+static PyObject *textc_buffer_address(PyObject *self, PyObject *obj) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(obj, &view, PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    void *address = view.buf;
+    PyBuffer_Release(&view);
+    return PyLong_FromVoidPtr(address);
+}
+
 /* alone(concepts): ranking._py_alone, memory -> the set of the positions of the carried
    concepts (Concept tuples) that came from it alone (one source) with self factor 0. */
 static PyObject *textc_alone(PyObject *self, PyObject *given) {
@@ -5334,6 +5565,10 @@ static PyMethodDef methods[] = {
     {"lent_carried", textc_lent_carried, METH_VARARGS, "core._py_lent_carried."},
     {"carried_parts", textc_carried_parts, METH_VARARGS, "ranking._py_carried_parts."},
     {"carried_lists", textc_carried_lists, METH_VARARGS, "topk._py_carried_lists."},
+    {"describe_lists", textc_describe_lists, METH_VARARGS, "kernel._py_describe's packing."},
+    {"spread_evidence", textc_spread_evidence, METH_VARARGS, "arrays._py_spread_evidence."},
+    {"rest_bounds", textc_rest_bounds, METH_VARARGS, "topk._py_rest_bounds."},
+    {"buffer_address", textc_buffer_address, METH_O, "kernel._py_data of a contiguous buffer."},
     {"alone", textc_alone, METH_O, "ranking._py_alone."},
     {"shared_positions", textc_shared_positions, METH_O, "ranking._py_shared_positions."},
     {"place", textc_place, METH_VARARGS, "keytables._place."},
@@ -5357,7 +5592,7 @@ PyMODINIT_FUNC PyInit__textc(void) {
         (SHARED_NAME = PyUnicode_InternFromString("_shared")) == NULL)
         return NULL;
     PyObject *m = PyModule_Create(&module);
-    if (m != NULL && (PyModule_AddIntConstant(m, "ABI_VERSION", 14) < 0 ||
+    if (m != NULL && (PyModule_AddIntConstant(m, "ABI_VERSION", 18) < 0 ||
                       PyModule_AddObjectRef(m, "StemMemo", (PyObject *)&StemMemoType) < 0 ||
                       add_record_of(m) < 0 || add_screen(m) < 0 || add_new_record(m) < 0))
         Py_CLEAR(m);

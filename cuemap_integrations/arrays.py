@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import kernel
 from .postings import Postings
+from .text import _C as _textc
 from .topk import (  # topk imports this lazily: no cycle
     Evidence,
     RecallMemo,
@@ -68,6 +69,9 @@ NARROW_MIN_MEMORIES = 50_000
 MIRROR_POSTINGS_PER_MEMORY = 16
 MIRROR_MIN_POSTINGS = 1 << 16
 
+# NamedTuples made on the hot path by tuple.__new__ (their own __new__ is a Python function)
+_new = tuple.__new__
+_BONUS_ARRAY_MIN = 64  # candidates from which a date bonus is found by NumPy (see _priors)
 _EPSILON = 1e-9  # NumPy and Python sum a memory's parts in different orders: keep near-ties
 _BIG_SHIFT = 1.0  # tag-only matches rank after every other match (see ranking.rank)
 # Narrowing reads the rare lists sparsely (sorting their union); once they hold more than
@@ -554,7 +558,7 @@ def _described(
     described = kernel.describe(ordered, memo, members)
     if described is None or not cfg.session_saturation > 0:
         return None
-    return _Described(ordered, units, described)
+    return _new(_Described, (ordered, units, described))
 
 
 _MEMBERS_MAX = 16384  # lists whose member descriptors an index keeps (see _members)
@@ -589,8 +593,17 @@ def _exact(
         described.lists, order, seqs, list(map(index.docs.columns.lengths.__getitem__, seqs))
     )
     ev = Evidence(survivors=chosen)
-    cue, tag, content, session = ev.cue, ev.tag, ev.content, ev.session  # the kernel's order
-    raw, held = found.raw, found.held
+    _spread_evidence(found.raw, found.held, seqs, ev.cue, ev.tag, ev.content, ev.session)
+    return ev
+
+
+def _py_spread_evidence(
+    raw: Sequence[float], held: bytes, seqs: Sequence[int], cue: dict[int, float],
+    tag: dict[int, float], content: dict[int, float], session: dict[int, float],
+) -> None:  # fmt: skip
+    """Each of ``seqs``' raw sums (4 of ``raw`` a memory: cue, tag, content, session, the
+    kernel's order) put in the dicts of the signals its ``held`` bits name (cue 1, tag 2,
+    content 4, session 8)."""
     for i, seq in enumerate(seqs):  # unrolled: a loop over the four signals cost twice this
         bits, at = held[i], 4 * i
         if bits & 1:
@@ -601,7 +614,13 @@ def _exact(
             content[seq] = raw[at + 2]
         if bits & 8:
             session[seq] = raw[at + 3]
-    return ev
+
+
+# the compiled twin when built: a feedback pass spreads ~100 memories' sums, a loop step and
+# four tests each in Python (~1.5% of a recall at 100k)
+_spread_evidence: Callable[..., None] = (
+    _py_spread_evidence if _textc is None else _textc.spread_evidence
+)
 
 
 def _walked(
@@ -737,8 +756,14 @@ def _units(
     carried_members: list[Any] = []
     held = 0  # the carried lists' postings
     members_of = kernel.members_of
+    known: Callable[[Any], Any] = {}.get if memo is None else memo.get
     for lst in lists:
-        found = members_of(lst.postings, lst.keys, memo)
+        # the memo read here first (what members_of reads, its checks after a hit): a call
+        # per list was ~0.2 us of some fifty a recall
+        keys, postings = lst.keys, lst.postings
+        found = known(keys)
+        if found is None or len(keys) != len(postings):
+            found = members_of(postings, keys, memo)
         size = found.postings
         if not size:
             continue
@@ -839,13 +864,13 @@ def _bounds(
     if scorer.w_freq:
         prior = _priors(view, cand, scorer)  # without the bonus: :func:`_scores`' lower bound
         lower = evidence + prior  # evidence only adds
-        return _Bounds(prior, lower, _kth(view, cand, lower, k, admitted, tag_only))
+        return _new(_Bounds, (prior, lower, _kth(view, cand, lower, k, admitted, tag_only)))
     block = max(2 * k, k + 16)
     found = kernel.bounds(view, cand, evidence, tag_only, _ranking(view, scorer, None), block)
     kth = _kth_of(found.best, k, admitted, len(found.best.seqs) < block or block >= len(cand))
     if kth is None:  # too few admitted among the best: _compiled_kth looks further on
         kth = _compiled_kth(view, cand, found.lower, k, admitted, tag_only, block * 4)
-    return _Bounds(found.prior, found.lower, kth)
+    return _new(_Bounds, (found.prior, found.lower, kth))
 
 
 def _taken(
@@ -873,7 +898,7 @@ def _taken(
         partial = _Sums.of(kernel.KernelSums(cand, *(a.copy() for a in found[1:])))
     tag_only = partial.only  # ranked after every other match: never the k-th
     bounds = _bounds(view, cand, partial.evidence, tag_only, scorer, k, admitted)
-    held = _Taken(cand, partial, tag_only, *bounds)
+    held = _new(_Taken, (cand, partial, tag_only, *bounds))
     if memo is not None and key is not None:
         memo.taken[key] = held
     return held
@@ -1454,7 +1479,13 @@ def _priors(view: ArrayView, cand: Any, scorer: FastScorer, *, with_bonus: bool 
         prior = prior - scorer.w_freq * np.log1p(access)
     if with_bonus and scorer.bonus is not None:  # asked only for the few candidates left at the end
         seqs = view.seq_at[cand]
-        prior = prior + np.array(scorer.bonuses(seqs.tolist()), dtype=np.float64)
+        # by NumPy from some sixty candidates (its fixed cost, a few array calls, is the list
+        # way's for about that many)
+        many = scorer.bonus_array is not None and len(seqs) >= _BONUS_ARRAY_MIN
+        given = scorer.bonus_array(seqs) if many else None  # type: ignore[misc]
+        if given is None:
+            given = np.array(scorer.bonuses(seqs.tolist()), dtype=np.float64)
+        prior = prior + given
     return prior
 
 

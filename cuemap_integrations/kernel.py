@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .errors import CueMapError
 from .postings import Postings
+from .text import _C as _textc
 from .topk import _Gain, _List, _TermGain
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ __all__ = [
     "evidence", "keep", "load", "priors", "rank", "top", "union_size",
 ]  # fmt: skip
 
-ABI_VERSION = 13  # the argument layout _kernel.c implements (its ABI_VERSION)
+ABI_VERSION = 14  # the argument layout _kernel.c implements (its ABI_VERSION)
 # Every memory the lists reach is summed this many sequence numbers at a time (all lists for
 # one block, then the next; the same floats): a block's 32-byte cells, lengths and seq -> slot
 # entries (400 KB) stay in a core's L2 cache here (2 MB) while each list adds to them. CPU ms
@@ -64,6 +65,9 @@ _ERRORS = {
     -5: "no memory for its work",
 }
 _NAMES = ("_kernel.so", "_kernel.pyd")  # plus the interpreter's own suffix, see _candidates
+# the results' NamedTuples are made by tuple.__new__: their own __new__ is a Python function
+# (a frame each, ~0.3 us), and a recall makes some twenty of them here
+_new = tuple.__new__
 
 
 class KernelError(CueMapError):
@@ -101,6 +105,7 @@ def _declared(lib: Any) -> Any:
     lib.cm_accumulate.argtypes += [i64, *[ptr] * 4, ctypes.c_double, i64, i64, i64]
     lib.cm_accumulate.argtypes += [ctypes.c_double, ctypes.c_double, *[ptr] * 4, i64]
     lib.cm_accumulate.restype = i64
+    lib.cm_accumulate_packed.argtypes, lib.cm_accumulate_packed.restype = [ctypes.c_char_p], i64
     lib.cm_reset.argtypes, lib.cm_reset.restype = [i64, ptr, ptr], None
     lib.cm_union_size.argtypes = [i64, ptr, ptr, i64, i64, ptr, ptr]
     lib.cm_union_size.restype = i64
@@ -311,7 +316,28 @@ def describe(
     ``NamespaceIndex.derived`` (a buffer may move then). Every pass of a recall describes the
     query's own lists again and the feedback pass carries some fifty concepts that come back
     recall after recall. ``given``: each list's member descriptors, when the caller has them
-    already (:func:`members_of`; ``memo`` is then not read)."""
+    already (:func:`members_of`; ``memo`` is then not read).
+
+    With ``given``, packed by ``_textc.describe_lists`` when it is built (the same bytes as
+    :func:`_py_describe`'s: a loop step per list in Python, ~1 us each, was 23 of a pass's
+    ~25 us here, a bench pass at 100k describing ~24 lists)."""
+    if given is not None and _textc is not None:
+        packed = _textc.describe_lists(lists, given, _TermGain, _Gain, _SIGNALS)
+        if packed is not None:  # else a gain of another type: the Python way decides
+            ints, doubles, members, postings = packed
+            described = _Descriptors.__new__(_Descriptors)
+            described.ints, described.doubles = array("q", ints), array("d", doubles)
+            described.members, described.keep = array("q", members), list(given)
+            described.lists, described.postings, described.memo = len(lists), postings, memo
+            return described
+    return _py_describe(lists, memo, given)
+
+
+def _py_describe(
+    lists: Sequence[_List], memo: dict[Any, Any] | None = None,
+    given: Sequence[_Members] | None = None,
+) -> _Descriptors | None:  # fmt: skip
+    """:func:`describe` in Python (the reference of ``_textc.describe_lists``)."""
     described = _Descriptors(memo)
     # one loop over the lists, the integers and doubles gathered in lists and packed once: a
     # method and three array calls per list were ~3 us of its ~25 per pass
@@ -400,6 +426,8 @@ class Floor(NamedTuple):
 
 
 _NO_FLOOR = Floor(0.0, -math.inf)
+# cm_accumulate_packed's buffer: 26 int64 (addresses as integers, 0 for none), then 3 doubles
+_ACCUMULATE_ARGUMENTS = struct.Struct("=26q3d")
 
 
 def accumulate(
@@ -454,17 +482,21 @@ def accumulate(
     base, rest, cut, start = _refined(refine, given, lists)
     packed = array("d", weights)
     seq_map, lengths = scratch.view_addresses(view)
-    found = _library().cm_accumulate(
-        lists, described.ints.buffer_info()[0], described.doubles.buffer_info()[0],
-        described.members.buffer_info()[0], seq_map, len(view.slot_by_seq), view.seq_base,
-        BLOCK_SEQS, lengths,
-        packed.buffer_info()[0], _slots(view, scratch), *scratch.addresses, given, cand_slots,
-        cand_seqs, base, rest.buffer_info()[0], cut, start, int(hold), resume,
-        float(least.cut), float(least.prior_max), *scratch.output_addresses, len(slots),
+    # cm_accumulate's arguments packed in one buffer (cm_accumulate_packed): ctypes made an
+    # object for each of 33 arguments, ~4 us a call; the doubles last
+    found = _library().cm_accumulate_packed(
+        _ACCUMULATE_ARGUMENTS.pack(
+            lists, described.ints.buffer_info()[0], described.doubles.buffer_info()[0],
+            described.members.buffer_info()[0], seq_map, len(view.slot_by_seq), view.seq_base,
+            BLOCK_SEQS, lengths, packed.buffer_info()[0], _slots(view, scratch),
+            *scratch.addresses, given, cand_slots or 0, cand_seqs or 0, base or 0,
+            rest.buffer_info()[0], start, int(hold), resume, *scratch.output_addresses,
+            len(slots), cut, float(least.cut), float(least.prior_max),
+        )
     )  # fmt: skip
     scratch.held = (described, lists) if hold and found >= 0 else None
     found = _checked(found)
-    return KernelSums(slots[:found], evidence[:found], jump[:found], only[:found])
+    return _new(KernelSums, (slots[:found], evidence[:found], jump[:found], only[:found]))
 
 
 class RawEvidence(NamedTuple):
@@ -497,7 +529,7 @@ def evidence(
             held.buffer_info()[0],
         )
     )  # fmt: skip
-    return RawEvidence(raw, held.tobytes())
+    return _new(RawEvidence, (raw, held.tobytes()))
 
 
 class Top(NamedTuple):
@@ -616,7 +648,7 @@ def bounds(view: ArrayView, slots: Any, evidence: Any, skip: Any, by: Ranking, m
             seqs.buffer_info()[0], keys.buffer_info()[0],
         )
     )  # fmt: skip
-    return Bounds(prior, lower, _top(seqs, keys, found))
+    return _new(Bounds, (prior, lower, _top(seqs, keys, found)))
 
 
 def _scored(
@@ -666,7 +698,7 @@ def _top(seqs: array[int], keys: array[float], found: int) -> Top:
     """:class:`Top` of the first ``found`` rows a call wrote."""
     if found < len(seqs):
         del seqs[found:], keys[found:]
-    return Top(seqs, keys)
+    return _new(Top, (seqs, keys))
 
 
 class Kept(NamedTuple):
@@ -704,15 +736,34 @@ def keep(
             _data(base),
         )
     )  # fmt: skip
-    return Kept(kept_slots[:found], kept_seqs[:found], base[:found])
+    return _new(Kept, (kept_slots[:found], kept_seqs[:found], base[:found]))
 
 
 def _address(held: Any, dtype: str) -> int:
     """The address of a contiguous NumPy array of ``dtype`` (its ``dtype.str``)."""
-    if not _is(held, dtype) or not held.flags.c_contiguous:
-        got = f"{'a' if held.flags.c_contiguous else 'a strided'} {held.dtype.str} one"
-        raise KernelError(f"the kernel takes a contiguous {dtype} array, not {got}")
-    return _data(held)
+    kind = held.dtype  # _is and _contiguous_address inlined: some forty calls a recall
+    if kind is _DTYPES.get(dtype) or kind.str == dtype:
+        if _buffer_address is not None:
+            try:
+                return _buffer_address(held)  # type: ignore[no-any-return]
+            except (BufferError, ValueError):  # not C-contiguous (NumPy raises ValueError)
+                pass
+        elif held.flags.c_contiguous:
+            return _data(held)
+    got = f"{'a' if held.flags.c_contiguous else 'a strided'} {held.dtype.str} one"
+    raise KernelError(f"the kernel takes a contiguous {dtype} array, not {got}")
+
+
+def _contiguous_address(held: Any) -> int | None:
+    """The address of a NumPy array's data, or None when it is not C-contiguous: by
+    ``_textc.buffer_address`` when built (one buffer request, ~0.1 us, where the contiguity
+    flag and :func:`_data` took ~1 us, some forty times a recall at 100k), else those."""
+    if _buffer_address is None:
+        return _data(held) if held.flags.c_contiguous else None
+    try:
+        return _buffer_address(held)  # type: ignore[no-any-return]
+    except (BufferError, ValueError):  # not C-contiguous (NumPy raises ValueError)
+        return None
 
 
 _BYTE = ctypes.c_char
@@ -725,6 +776,17 @@ def _dtypes(np: Any) -> None:
 
 
 def _data(held: Any) -> int:
+    """The address of a contiguous NumPy array's data: by ``_textc.buffer_address`` when built
+    (see :func:`_contiguous_address`), else :func:`_py_data`."""
+    if _buffer_address is not None:
+        try:
+            return _buffer_address(held)  # type: ignore[no-any-return]
+        except (BufferError, ValueError, TypeError):  # not C-contiguous: ctypes' way
+            pass
+    return _py_data(held)
+
+
+def _py_data(held: Any) -> int:
     """The address of a contiguous NumPy array's data, through the buffer protocol: 0.8 us
     where ``.ctypes.data`` took 3.3 (it builds a helper object), and a recall asks about
     twenty. ``.ctypes.data`` still for an array that exports no writable buffer of a byte or
@@ -733,6 +795,9 @@ def _data(held: Any) -> int:
         return ctypes.addressof(_BYTE.from_buffer(held))
     except (TypeError, ValueError, BufferError):
         return int(held.ctypes.data)
+
+
+_buffer_address: Any = None if _textc is None else _textc.buffer_address
 
 
 def _view_size(view: ArrayView) -> int:
@@ -766,11 +831,12 @@ def _refined(
     if refine is None:
         return None, _NO_REST, 0.0, 0
     base = refine.base
-    if given < 0 or not _is(base, "<f8") or not base.flags.c_contiguous or len(base) != given:
+    address = None if given < 0 or not _is(base, "<f8") else _contiguous_address(base)
+    if address is None or len(base) != given:
         raise KernelError("refining takes a contiguous float64 base per candidate")
     if len(refine.rest) < lists + 1 or refine.start < 0:
         raise KernelError(f"refining {lists} lists takes {lists + 1} rest bounds and a start >= 0")
-    return _data(base), _packed("d", refine.rest), float(refine.cut), int(refine.start)
+    return address, _packed("d", refine.rest), float(refine.cut), int(refine.start)
 
 
 _NO_REST = array("d", [0.0])  # what a call without refining passes (C reads it only refining)
@@ -787,9 +853,10 @@ def _int64s(arrays: tuple[Any, Any], count: int) -> tuple[int, int]:
     """The addresses of two contiguous int64 arrays of ``count`` items each."""
     addresses = []
     for held in arrays:
-        if not _is(held, "<i8") or not held.flags.c_contiguous or len(held) != count:
+        address = _contiguous_address(held) if _is(held, "<i8") else None
+        if address is None or len(held) != count:
             raise KernelError("candidates must be two contiguous int64 arrays of equal length")
-        addresses.append(_data(held))
+        addresses.append(address)
     return addresses[0], addresses[1]
 
 

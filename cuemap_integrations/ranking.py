@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from functools import partial
 from operator import is_, is_not
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .aliases import AliasTable
 from .config import RecallConfig
@@ -753,6 +753,7 @@ def _setup(ranking: Ranking, plan: QueryPlan, memo: RecallMemo) -> _Setup:
         fast = FastScorer(
             cfg, ranking.index.docs, now.timestamp(), access, _bonus(boosts),
             sum(b.value for b in boosts), memo.priors, memo.bonuses, _bonus_all(boosts),
+            _bonus_array(boosts),
         )  # fmt: skip
     held = memo.setup = _Setup(key, admitted, access, boosts, fast)
     return held
@@ -891,6 +892,8 @@ class _Boost(NamedTuple):
     value: float
     holds: Callable[[int], bool]  # seq -> does the bonus apply
     held: Callable[[list[int]], list[bool]]  # ``holds`` of many memories at once
+    # ``held`` of a NumPy array of seqs, as a bool array (None: not for every store)
+    mask: Callable[[Any], Any | None] | None = None
 
 
 def _given(boosts: Sequence[_Boost], seq: int) -> tuple[tuple[str, float], ...]:
@@ -915,7 +918,8 @@ def _boosts(
         period = plan.period.stretched(cfg.date_days_after)  # once, not per candidate
         holds = _created_within(period, _heads(records))
         held = _all_created_within(period, records, holds)
-        boosts.append(_Boost("date", cfg.date_bonus, holds, held))
+        mask = _created_mask(period, records) if isinstance(records, RecordTable) else None
+        boosts.append(_Boost("date", cfg.date_bonus, holds, held, mask))
     if plan.speaker_turns and cfg.speaker_bonus:
         turns = plan.speaker_turns
         spoke = turns[0].__contains__ if len(turns) == 1 else lambda s: any(s in t for t in turns)
@@ -960,6 +964,48 @@ def _all_created_within(
             ]
 
     return held
+
+
+def _created_mask(period: Period, records: RecordTable) -> Callable[[Any], Any | None]:
+    """``held`` of :func:`_all_created_within` for a NumPy array of seqs, as a bool array: the
+    creation stamps read and compared by NumPy (:meth:`RecordTable.stamps_array`), where a
+    date query's array path asked it of up to ~14,000 candidates at 100k memories, a float
+    and a bool made per memory. None when some stamp is a ``datetime`` (the list way then)."""
+    start, end = period.start.timestamp(), period.end.timestamp()
+
+    def mask(seqs: Any) -> Any | None:
+        stamps = records.stamps_array(seqs)
+        if stamps is None:
+            return None
+        return (stamps >= start) & (stamps < end)  # start <= stamp < end, as held compares
+
+    return mask
+
+
+def _bonus_array(boosts: Sequence[_Boost]) -> Callable[[Any], Any | None] | None:
+    """:func:`_bonus_all` of a NumPy array of seqs, as a float64 array (the same floats: one
+    boost's value or 0.0, several added boost by boost from 0); None when a boost has no
+    ``mask``, and the function's result None when a mask is (the list way then)."""
+    if not boosts or any(boost.mask is None for boost in boosts):
+        return None
+    masks = [(boost.value, boost.mask) for boost in boosts]
+
+    def total(seqs: Any) -> Any | None:
+        import numpy as np  # the array path's: loaded already when it asks
+
+        sums = None
+        for value, mask in masks:
+            held = mask(seqs)  # type: ignore[misc]
+            if held is None:
+                return None
+            # 0.0 + value is value: the same floats as _bonus_all's sums from int 0
+            if sums is None:
+                sums = np.where(held, value, 0.0)
+            else:
+                sums = np.where(held, sums + value, sums)
+        return sums
+
+    return total
 
 
 def _bonus_all(boosts: Sequence[_Boost]) -> Callable[[list[int]], list[float]] | None:

@@ -961,6 +961,17 @@ class RecordTable(MutableMapping[int, MemoryRecord]):
             return list(map(column.__getitem__, seqs))
         return [column[seq] if column[seq] == column[seq] else dates[seq] for seq in seqs]
 
+    def stamps_array(self, seqs: Any) -> Any | None:
+        """:meth:`stamps` of a NumPy array of ``seqs``, as a float64 array (one gather over the
+        stamps column, no float object per row); None when some stamp is a ``datetime``."""
+        if self._dates:
+            return None
+        import numpy as np  # the array path's, which alone asks this: loaded already
+
+        # a view of the column, not kept past this (an exported buffer cannot grow); a seq
+        # outside it raises IndexError, as stamps' lookup does
+        return np.frombuffer(self._stamps, dtype=np.float64)[seqs]
+
 
 _NAN = float("nan")
 # the one type of every stamp, metadata value or packed cues of a batch's plain rows

@@ -130,6 +130,9 @@ class _Found(NamedTuple):
     df: int  # the concept's document frequency (0 without keys)
 
 
+# the lists and gains a recall makes by tuple.__new__: a NamedTuple's own __new__ is a Python
+# function (a frame each), and a recall makes some twenty of each
+_new = tuple.__new__
 _DERIVED_MAX = 16384  # many distinct concepts and no write: start the index's memo over
 
 
@@ -250,7 +253,9 @@ def _cue_lists(index: NamespaceIndex, plan: QueryPlan, cfg: RecallConfig) -> lis
         keys, postings, df = _found(index, ("cue",), members)
         if keys:
             idf = bm25_idf(n, df)
-            out.append(_List("cue", w["cue"] * idf, postings, _Gain(idf), keys))
+            # by tuple.__new__: the NamedTuples' own __new__ is a Python function
+            gain = _new(_Gain, (idf, None, 0.0))
+            out.append(_new(_List, ("cue", w["cue"] * idf, postings, gain, keys)))
     return out
 
 
@@ -316,17 +321,18 @@ def _term_lists(index: NamespaceIndex, plan: QueryPlan, cfg: RecallConfig) -> li
     for tag in plan.tags:
         if tag in index.tags:
             idf = bm25_idf(n, len(index.tags[tag]))
+            gain = _new(_Gain, (idf, None, 0.0))
             out.append(
-                _List("tag", w["tag"] * idf, (index.tags[tag],), _Gain(idf), (("tag", tag),))
+                _new(_List, ("tag", w["tag"] * idf, (index.tags[tag],), gain, (("tag", tag),)))
             )
     for term in plan.terms:
         bucket = index.terms.get(term)
         if bucket:
             idf = bm25_idf(n, len(bucket))
 
-            gain = _TermGain(idf, bucket, lengths, avg, k1, b)
+            term_gain = _new(_TermGain, (idf, bucket, lengths, avg, k1, b))
             bound = w["content"] * idf * (k1 + 1.0)
-            out.append(_List("content", bound, (bucket,), gain, (("term", term),)))
+            out.append(_new(_List, ("content", bound, (bucket,), term_gain, (("term", term),))))
     return out
 
 
@@ -349,6 +355,7 @@ class FastScorer:
         priors: dict[int, float] | None = None,
         bonuses: dict[int, float] | None = None,
         bonus_all: Callable[[list[int]], list[float]] | None = None,
+        bonus_array: Callable[[Any], Any | None] | None = None,
     ) -> None:
         w = cfg.weights
         self.cfg, self.now_ts, self.access = cfg, now_ts, access
@@ -356,6 +363,9 @@ class FastScorer:
         self.bonus = bonus  # the query's date/speaker bonus of a memory (>= 0), or None
         self.bonus_max = bonus_max  # the most ``bonus`` gives one memory
         self.bonus_all = bonus_all  # ``bonus`` of many memories at once, or None
+        # ``bonus_all`` of a NumPy array of seqs as a float64 array (None: not for this query;
+        # its result None: not for this store)
+        self.bonus_array = bonus_array
         self.w_cue, self.w_session, self.w_tag = w["cue"], w["session"], w["tag"]
         self.w_content, self.w_recency, self.w_freq = w["content"], w["recency"], w["frequency"]
         self.type_bonus = {name: w["type"] * p for name, p in cfg.type_priority.items()}
@@ -625,7 +635,7 @@ def first_pass_hits(
     return max(depth, k) if arrays else depth
 
 
-def rest_bounds(lists: Sequence[_List], session_cap: float) -> list[float]:
+def _py_rest_bounds(lists: Sequence[_List], session_cap: float) -> list[float]:
     """``rest[i]``: the most that lists ``i..`` can add to one memory's score. Session lists
     add their raw values through a saturation, so together they add at most ``session_cap``
     (a conversation carries dozens of cues: summing their bounds would never let them go).
@@ -649,6 +659,13 @@ def rest_bounds(lists: Sequence[_List], session_cap: float) -> list[float]:
     rest.reverse()
     rest.append(0.0)
     return rest
+
+
+# the compiled twin when built (the same floats; every bound a float): the comprehensions and
+# sums above were ~1% of a recall at 100k, each pass's ~25-60 lists read three times
+rest_bounds: Callable[[Sequence[_List], float], list[float]] = (
+    _py_rest_bounds if _textc is None else _textc.rest_bounds
+)
 
 
 _bound = itemgetter(1)  # a _List's bound

@@ -12,8 +12,10 @@ import math
 import os
 import random
 import threading
+from array import array
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -1435,3 +1437,185 @@ def test_member_descriptors_are_memoized_by_their_keys() -> None:
     assert (fresh.members[1::5], fresh.members[2::5], fresh.postings) == (
         first.members[1::5], first.members[2::5], first.postings
     )  # fmt: skip
+
+
+def _descriptor_bytes(described: Any) -> tuple[bytes, bytes, bytes, int, int, list[Any]]:
+    return (
+        described.ints.tobytes(), described.doubles.tobytes(), described.members.tobytes(),
+        described.postings, described.lists, described.keep,
+    )  # fmt: skip
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=SEEDS, query=QUERIES)
+def test_compiled_descriptors_pack_what_the_python_ones_pack(seed: int, query: list[str]) -> None:
+    """``_textc.describe_lists`` packs the same integers, doubles and member descriptors as
+    :func:`kernel._py_describe` (BM25 and constant gains, a carried list's own source), and
+    leaves a gain of another type (a subclass, a function) to it."""
+    if kernel._textc is None:
+        pytest.skip("the text extension is not built")
+    cm = build(seed % 3, 400)
+    _, lists, _ = _described_pass(cm, query, random.Random(seed))
+    ordered, _, members = arrays._units(lists)
+    described = kernel.describe(ordered, None, members)
+    reference = kernel._py_describe(ordered, None, members)
+    assert described is not None and reference is not None
+    assert _descriptor_bytes(described) == _descriptor_bytes(reference)
+    assert kernel._textc.describe_lists([], [], topk._TermGain, topk._Gain, kernel._SIGNALS) == (
+        b"",
+        b"",
+        b"",
+        0,
+    )
+
+    class Subclass(topk._Gain):
+        pass
+
+    if ordered:  # a subclass of a known gain: the Python way, by isinstance
+        first = ordered[0]._replace(gain=Subclass(1.5, 3, 0.25))
+        got = kernel.describe([first, *ordered[1:]], None, members)
+        want = kernel._py_describe([first, *ordered[1:]], None, members)
+        assert got is not None and want is not None
+        assert _descriptor_bytes(got) == _descriptor_bytes(want)
+        unknown = first._replace(gain=lambda seq: 1.0)
+        assert kernel.describe([unknown], None, members[:1]) is None
+        with pytest.raises(ValueError, match="a member descriptor per list"):
+            kernel.describe(ordered, None, members[:-1] if len(members) > 1 else [])
+        with pytest.raises(KeyError):
+            kernel.describe(
+                [first._replace(signal="nope", gain=topk._Gain(1.0))], None, members[:1]
+            )
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    rows=st.lists(
+        st.tuples(
+            st.integers(0, 10**12),
+            st.integers(0, 15),
+            st.lists(st.floats(allow_nan=False), min_size=4, max_size=4),
+        ),
+        max_size=30,
+    )
+)
+def test_compiled_spread_of_evidence_fills_what_the_python_one_fills(
+    rows: list[tuple[int, int, list[float]]],
+) -> None:
+    """``_textc.spread_evidence`` puts each memory's raw sums in the dicts its bits name, as
+    :func:`arrays._py_spread_evidence` does (the same floats, the same dict order)."""
+    if arrays._textc is None:
+        pytest.skip("the text extension is not built")
+    seqs = [seq for seq, _, _ in rows]
+    held = bytes(bits for _, bits, _ in rows)
+    raw = array("d", [value for _, _, sums in rows for value in sums])
+    got: list[dict[int, float]] = [{}, {}, {}, {}]
+    want: list[dict[int, float]] = [{}, {}, {}, {}]
+    arrays._textc.spread_evidence(raw, held, seqs, *got)
+    arrays._py_spread_evidence(raw, held, seqs, *want)
+    assert [list(d.items()) for d in got] == [list(d.items()) for d in want]
+    with pytest.raises(ValueError, match="4 sums and a byte per memory"):
+        arrays._textc.spread_evidence(raw, held, [*seqs, 1], *got)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    bounds=st.lists(
+        st.tuples(
+            st.sampled_from(["cue", "tag", "content", "session"]),
+            st.floats(min_value=0.0, max_value=1e9, allow_nan=False),
+        ),
+        max_size=80,
+    ),
+    cap=st.floats(min_value=0.0, max_value=1e9, allow_nan=False),
+)
+def test_compiled_rest_bounds_are_the_python_ones(
+    bounds: list[tuple[str, float]], cap: float
+) -> None:
+    """``_textc.rest_bounds`` gives the same floats as :func:`topk._py_rest_bounds`."""
+    if topk._textc is None:
+        pytest.skip("the text extension is not built")
+    lists = [_List(signal, bound, (), topk._Gain(1.0), ()) for signal, bound in bounds]
+    got = topk._textc.rest_bounds(lists, cap)
+    assert list(map(repr, got)) == list(map(repr, topk._py_rest_bounds(lists, cap)))
+    assert topk.rest_bounds is topk._textc.rest_bounds
+    # anything with a signal and a bound, as topk reads them (arrays._rest_bounds' tests)
+    plain = [SimpleNamespace(signal=signal, bound=bound) for signal, bound in bounds]
+    assert list(map(repr, topk._textc.rest_bounds(plain, cap))) == list(map(repr, got))
+    with pytest.raises(AttributeError):
+        topk._textc.rest_bounds([SimpleNamespace(signal="cue")], cap)
+
+
+def test_buffer_addresses_are_the_ctypes_ones() -> None:
+    """``_textc.buffer_address`` gives the address :func:`kernel._py_data` gives, for the
+    arrays the kernel reads (written, read-only, empty, views from an offset), and refuses a
+    strided one, which :func:`kernel._address` then refuses as before."""
+    if kernel._textc is None:
+        pytest.skip("the text extension is not built")
+    np = arrays._np()
+    whole = np.arange(64, dtype=np.int64)
+    frozen = np.ones(5)
+    frozen.flags.writeable = False
+    held = [whole, whole[3:17], np.empty(0), frozen, np.zeros(9, dtype=np.bool_), np.zeros(3)]
+    for array_ in held:
+        assert kernel._textc.buffer_address(array_) == kernel._py_data(array_)
+        assert kernel._data(array_) == kernel._py_data(array_)
+    with pytest.raises((BufferError, ValueError)):  # NumPy's ValueError
+        kernel._textc.buffer_address(whole[::2])
+    assert kernel._data(whole[::2]) == kernel._py_data(whole[::2])  # ctypes' way, as before
+    assert kernel._address(whole[3:17], "<i8") == kernel._py_data(whole[3:17])
+    with pytest.raises(kernel.KernelError, match="not a strided <i8 one"):
+        kernel._address(whole[::2], "<i8")
+    with pytest.raises(kernel.KernelError, match="not a <f8 one"):
+        kernel._address(np.zeros(3), "<i8")
+    with pytest.raises(kernel.KernelError, match="contiguous int64"):
+        kernel._int64s((whole[::2], whole[::2]), 32)
+    refine = kernel.Refine(np.zeros(8)[::2], [0.0, 0.0], 0.0, 0)
+    with pytest.raises(kernel.KernelError, match="contiguous float64 base"):
+        kernel._refined(refine, 4, 1)
+    assert kernel._refined(kernel.Refine(np.zeros(4), [0.0, 0.0], 0.0, 0), 4, 1)[0] > 0
+
+
+class _Unpacking:
+    """The kernel library, whose packed accumulate unpacks its buffer in Python and passes the
+    arguments to ``cm_accumulate`` itself, in that function's order."""
+
+    def __init__(self, real: Any) -> None:
+        self._real = real
+        self.calls = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+    def cm_accumulate_packed(self, packed: bytes) -> int:
+        self.calls += 1
+        given = kernel._ACCUMULATE_ARGUMENTS.unpack(packed)
+        ints, (cut, floor_cut, prior_max) = given[:26], given[26:]
+        return int(
+            self._real.cm_accumulate(
+                *ints[:18], cut, *ints[18:21], floor_cut, prior_max, *ints[21:]
+            )
+        )
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=SEEDS, query=QUERIES, k=KS, narrow=st.booleans())
+def test_the_packed_accumulate_passes_what_cm_accumulate_takes(
+    seed: int, query: list[str], k: int, narrow: bool
+) -> None:
+    """``cm_accumulate_packed`` reads its buffer as ``cm_accumulate``'s arguments in order:
+    recalls through it (held, resumed, refined and floored calls) give what the same
+    arguments passed one by one give."""
+    real = kernel._library()
+    if real is None:
+        pytest.skip("the compiled kernel is not built")
+    cm = build(seed % 3, 400)
+    text = " ".join(query)
+    expected = by_arrays(cm, text, k, narrow)
+    unpacking = _Unpacking(real)
+    kernel._lib = unpacking
+    try:
+        got = by_arrays(cm, text, k, narrow)
+    finally:
+        kernel._lib = real
+    assert got == expected
+    assert unpacking.calls or not expected

@@ -11,6 +11,7 @@ import random
 from datetime import datetime, timedelta, timezone
 from functools import partial
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -627,6 +628,17 @@ def test_bonuses_of_many_memories_equal_the_bonus_of_each(
                 assert many(seqs) == [one(seq) for seq in seqs]
                 assert list(map(repr, many(seqs))) == [repr(one(seq)) for seq in seqs]
                 assert any(many(seqs))
+            # the NumPy way (arrays._priors): the same floats, or None (the list way then)
+            vectorized = ranking._bonus_array(boosts)
+            dated_only = bool(boosts) and not speaker_turns and records is cm._records
+            assert (vectorized is not None) == dated_only
+            if vectorized is not None and many is not None:
+                got = vectorized(np.array(seqs, dtype=np.int64))
+                if folds:  # some stamp is a datetime
+                    assert got is None
+                else:
+                    assert got.dtype == np.float64
+                    assert list(map(repr, got.tolist())) == list(map(repr, map(float, many(seqs))))
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
