@@ -641,6 +641,7 @@ class CueMap:
             by_content=self._by_content.first,
             active_key=lambda namespace, key: self._by_key.get((namespace, key)),
             conflict_candidates=self._conflict_candidates,
+            seqs_of=self._seq_of.get_many,
         )
 
     def _conflict_candidates(self, record: MemoryRecord) -> list[int]:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .postings import Postings, PostingsTable, _OnePosting, position, share_equal_seqs, sorted_holds
 from .recordtable import drain as _drain
-from .recordtable import insertion_numbers, interned
+from .recordtable import insertion_numbers, interned, put_all, run_of
 from .text import _C, CueKeys, content_terms
 
 if TYPE_CHECKING:
@@ -315,9 +315,10 @@ class DocColumns:
             if type not in code_of:
                 code_of[type] = len(self.types)
                 self.types.append(type)
-        _drain(map(self.lengths.__setitem__, seqs, lengths))
-        _drain(map(self.updated.__setitem__, seqs, updated))
-        _drain(map(self.codes.__setitem__, seqs, map(code_of.__getitem__, types)))
+        run = run_of(seqs)
+        put_all(self.lengths, run, seqs, lengths)
+        put_all(self.updated, run, seqs, updated)
+        put_all(self.codes, run, seqs, map(code_of.__getitem__, types))
 
     def hold_many(
         self, seqs: Sequence[int], words: Sequence[str], cues: Sequence[tuple[str, ...]],
@@ -336,7 +337,7 @@ class DocColumns:
         shared, own_words, own_cues = self.shared, self._words, self._cues
         if not own_words and not own_cues and all(same_words) and all(same_cues):
             # every doc reads both from its record (bulk ingest's): the flags in one pass
-            _drain(map(shared.__setitem__, seqs, repeat(_SHARED_WORDS | _SHARED_CUES)))
+            put_all(shared, run_of(seqs), seqs, repeat(_SHARED_WORDS | _SHARED_CUES, len(seqs)))
             return
         for seq, content, kept, words_same, cues_same in zip(
             seqs, words, cues, same_words, same_cues, strict=True
@@ -538,7 +539,7 @@ class DocTable(Mapping[int, IndexedDoc]):
         if columns.order is not None:
             first = columns.indexed
             columns.indexed += len(seqs)
-            _drain(map(columns.order.__setitem__, seqs, range(first, columns.indexed)))
+            put_all(columns.order, run_of(seqs), seqs, range(first, columns.indexed))
         columns.hold_many(seqs, contents, cues, row_cues)
         if self._others:
             _drain(map(self._others.pop, seqs, repeat(None)))

@@ -18,8 +18,8 @@ import sys
 from array import array
 from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from functools import partial
-from itertools import repeat
-from operator import and_
+from itertools import groupby, repeat
+from operator import and_, itemgetter
 from typing import TypeVar, overload
 
 from .text import _C as _textc
@@ -90,6 +90,24 @@ class SeqOf(MutableMapping[IdKey, int]):
             if at >= 0:
                 return table.slots[at]
         return self._others.get(key, default) if self._others else default
+
+    def get_many(self, keys: Sequence[IdKey]) -> list[int | None]:
+        """:meth:`get` of each key (a bulk batch's ids, which planning checks are not stored):
+        each namespace's run of keys probed by one C-level map, where a :meth:`get` call
+        per key (and the store view's call around it) was ~1.2 us a bench memory."""
+        if self._others:  # (keys whose seq is not theirs alone: rare, and get knows them)
+            return list(map(self.get, keys))
+        found: list[int | None] = []
+        for namespace, run in groupby(keys, itemgetter(0)):
+            memory_ids = [memory_id for _, memory_id in run]
+            table = self._tables.get(namespace)
+            if table is None:
+                found += repeat(None, len(memory_ids))
+                continue
+            slots = table.slots
+            at_of = map(partial(_ID_SLOT, slots, self._ids), memory_ids)
+            found += [slots[at] if at >= 0 else None for at in at_of]
+        return found
 
     def __getitem__(self, key: IdKey) -> int:
         seq = self.get(key)

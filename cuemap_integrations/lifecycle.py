@@ -27,7 +27,9 @@ from .errors import DuplicateIdError, ValidationError
 from .records import MemoryRecord
 from .text import normalize, query_units
 
-__all__ = ["Link", "WritePlan", "content_digest", "cue_keys", "overlap", "plan_writes"]
+__all__ = [
+    "Link", "WritePlan", "content_digest", "content_digests", "cue_keys", "overlap", "plan_writes",
+]  # fmt: skip
 
 Link = tuple[str, str, str, str]  # (namespace, from_id, to_id, kind)
 CONFLICT = "conflict"
@@ -63,8 +65,17 @@ def content_key(record: MemoryRecord, normalized: Callable[[str], str] = normali
 def content_digest(namespace: str, normalized: str) -> ContentKey:
     """:func:`content_key` of a record of ``namespace`` whose normalized content is
     ``normalized`` (for a caller that has that text at hand)."""
-    text = f"{namespace}\x00{normalized}".encode("utf-8", "surrogatepass")
-    return hashlib.blake2b(text, digest_size=16).digest()
+    return content_digests((namespace,), (normalized,))[0]
+
+
+def content_digests(namespaces: Iterable[str], normalized: Iterable[str]) -> list[ContentKey]:
+    """:func:`content_digest` of each namespace and normalized content (a bulk batch's, in
+    one comprehension: a call per memory was ~0.3 us of its ~1.3)."""
+    blake2b = hashlib.blake2b
+    return [
+        blake2b(f"{namespace}\x00{text}".encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        for namespace, text in zip(namespaces, normalized, strict=True)
+    ]
 
 
 @dataclass
@@ -87,6 +98,8 @@ class StoreView:
     by_content: Callable[[ContentKey], int | None]
     active_key: Callable[[str, str], int | None]  # (namespace, key) -> seq of the active one
     conflict_candidates: Callable[[MemoryRecord], Iterable[int]]
+    # seq_of of each (namespace, memory_id) at once (None: seq_of one by one)
+    seqs_of: Callable[[Sequence[tuple[str, str]]], list[int | None]] | None = None
 
 
 def plan_writes(
@@ -102,6 +115,9 @@ def plan_writes(
     """Plan a batch; ``records`` pairs each record with "its id was given by the caller"
     (``key_of``: :func:`content_key`, or a memo of it for the batch's records)."""
     plan = WritePlan()
+    if _plainly_new(records, view, dedupe, plan):
+        _link_conflicts(plan, view, conflict_types, conflict_overlap)
+        return plan
     batch: dict[ContentKey, MemoryRecord] = {}
     ids: set[tuple[str, str]] = set()  # (namespace, memory_id) of the batch's new records
     seq_of = view.seq_of
@@ -129,6 +145,30 @@ def plan_writes(
         batch.setdefault(key, record)
     _link_conflicts(plan, view, conflict_types, conflict_overlap)
     return plan
+
+
+def _plainly_new(
+    records: Sequence[tuple[MemoryRecord, bool]], view: StoreView, dedupe: bool, plan: WritePlan
+) -> bool:
+    """Plan a batch the loop of :func:`plan_writes` would only add to ``plan.new`` and
+    ``plan.results`` as it is (a bulk ingest's): every record new (an explicit id, or no
+    dedupe), neither superseding nor keyed, no id stored (``view.seqs_of``, in one call) or
+    given twice. Then no record's content key is needed (nor a call per record: the loop
+    was ~3.3 us a bench memory, the content keys ~2 us more, which indexing then computes
+    for the batch at once: ``TextMemo.content_keys_of``). False, ``plan`` untouched, for any
+    other batch: the loop plans it (and raises where it raises)."""
+    if view.seqs_of is None:
+        return False
+    new = [record for record, _ in records]
+    if (dedupe and not all(explicit for _, explicit in records)) or any(
+        record.supersedes is not None or record.key is not None for record in new
+    ):
+        return False
+    pairs = [(record.namespace, record.memory_id) for record in new]
+    if len(set(pairs)) != len(pairs) or any(seq is not None for seq in view.seqs_of(pairs)):
+        return False
+    plan.new, plan.results = new, list(new)
+    return True
 
 
 def _duplicate_of(

@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 from . import text as _text
 from .aliases import AliasTable
-from .lifecycle import ContentKey, content_digest
+from .lifecycle import ContentKey, content_digest, content_digests
 from .records import MemoryRecord
 from .text import derive_cues_and_keys, normalize, stems_and_terms
 
@@ -130,11 +130,17 @@ class TextMemo:
         ]  # fmt: skip
 
     def content_keys_of(self, records: Sequence[MemoryRecord]) -> list[ContentKey]:
-        """:meth:`content_key` of each record (a bulk batch's: found in one C-level pass)."""
-        found = list(map(self._content_keys.get, [(r.namespace, r.content) for r in records]))
+        """:meth:`content_key` of each record (a bulk batch's: those planning asked for found
+        in one C-level pass, the others, all of a batch that planning found plainly new,
+        digested in one comprehension: :func:`~cuemap_integrations.lifecycle.content_digests`)."""
+        pairs = [(r.namespace, r.content) for r in records]
+        found = list(map(self._content_keys.get, pairs))
         if None in found:
-            found = [self.content_key(record) if key is None else key
-                     for key, record in zip(found, records, strict=True)]  # fmt: skip
+            missing = [pair for pair, key in zip(pairs, found, strict=True) if key is None]
+            texts = [keys.normalized for keys in self.keys_of([content for _, content in missing])]
+            made = content_digests([namespace for namespace, _ in missing], texts)
+            self._content_keys.update(zip(missing, made, strict=True))
+            found = list(map(self._content_keys.__getitem__, pairs))
         return found  # type: ignore[return-value]  # every None replaced
 
     def normalized(self, content: str) -> str:

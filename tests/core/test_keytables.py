@@ -347,3 +347,28 @@ def test_the_compiled_runs_stop_where_the_python_step_must_take_over() -> None:
     assert id_place(array("b", table_a.slots), [None] * 300, ["z"], [200], 0, 10) == 0
     with pytest.raises(ValueError, match="16-byte"):
         table.add_many([b"short"], [9])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.booleans(), st.sampled_from(["default", "bob"]), st.integers(0, 40),
+                  st.integers(0, 60)),
+        max_size=120,
+    ),
+    st.lists(st.tuples(st.sampled_from(["default", "bob", "x"]), st.integers(0, 45)), max_size=30),
+)  # fmt: skip
+def test_get_many_gets_each_key(
+    ops: list[tuple[bool, str, int, int]], asked: list[tuple[str, int]]
+) -> None:
+    """Across growth, removals and keys sharing a seq (the small dict), get_many answers what
+    get answers, key by key."""
+    table = SeqOf()
+    for put, namespace, number, seq in ops:
+        key = (namespace, f"m{number}")
+        if put:
+            table[key] = seq
+        elif key in table:
+            del table[key]
+    keys = [(namespace, f"m{number}") for namespace, number in asked]
+    assert table.get_many(keys) == [table.get(key) for key in keys]

@@ -6,7 +6,7 @@ import doctest
 from datetime import datetime, timezone
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from cuemap_integrations import redact as redact_module
@@ -519,3 +519,42 @@ def test_redacting_pairs_in_place_is_redact_record_of_each(
     assert pairs == expected
     for (got, _), (want, _), record in zip(pairs, expected, records, strict=True):
         assert (got is record) is (want is record)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([*_TEXTS, "hello <b> world", "x <private>k</private>"])
+            | st.text(st.characters(blacklist_categories=("Cs", "Cc")), max_size=60).filter(
+                str.strip
+            ),
+            st.sampled_from([{}, {"i": 3}, {"password": "hunter2"}]),
+            st.sampled_from([(), ("tag",)]),
+            st.sampled_from(["derived", "given"]),
+        ),
+        max_size=8,
+    ),
+    st.booleans(),
+)
+@example([("hello <b> world", {}, (), "derived"), ("plain words", {"i": 3}, (), "derived")], True)
+def test_a_batch_is_found_plainly_clean_record_by_record(
+    rows: list[tuple[str, dict, tuple, str]], compiled: bool
+) -> None:
+    """The batch's screen (redact._plainly_clean_records: one C screen per content) says of
+    each record what _plainly_clean_record says, with the text extension or without it."""
+    when = datetime(2024, 1, 1, tzinfo=timezone.utc)
+    records = [
+        MemoryRecord(
+            "m", content, when, when, cues=("cue",), tags=tags, metadata=metadata, cue_origin=origin
+        )  # fmt: skip
+        for content, metadata, tags, origin in rows
+    ]
+    saved = redact_module._text._C
+    redact_module._text._C = saved if compiled else None
+    try:
+        got = redact_module._plainly_clean_records(records)
+        expected = [redact_module._plainly_clean_record(record) for record in records]
+    finally:
+        redact_module._text._C = saved
+    assert got == expected
