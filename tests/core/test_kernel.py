@@ -7,13 +7,16 @@ them."""
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import math
 import os
 import random
+import struct
 import threading
 from array import array
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -1582,9 +1585,17 @@ class _Unpacking:
     def __init__(self, real: Any) -> None:
         self._real = real
         self.calls = 0
+        self.called: dict[str, int] = {}
 
     def __getattr__(self, name: str) -> Any:
+        for plain, packed in kernel._PACKED_CALLS.items():
+            if name == packed:  # the others': int64 arguments, in their order
+                return partial(self._unpacked, plain)
         return getattr(self._real, name)
+
+    def _unpacked(self, name: str, packed: bytes) -> int:
+        self.called[name] = self.called.get(name, 0) + 1
+        return int(getattr(self._real, name)(*struct.unpack(f"={len(packed) // 8}q", packed)))
 
     def cm_accumulate_packed(self, packed: bytes) -> int:
         self.calls += 1
@@ -1602,9 +1613,9 @@ class _Unpacking:
 def test_the_packed_accumulate_passes_what_cm_accumulate_takes(
     seed: int, query: list[str], k: int, narrow: bool
 ) -> None:
-    """``cm_accumulate_packed`` reads its buffer as ``cm_accumulate``'s arguments in order:
-    recalls through it (held, resumed, refined and floored calls) give what the same
-    arguments passed one by one give."""
+    """``cm_accumulate_packed`` reads its buffer as ``cm_accumulate``'s arguments in order,
+    and so do the packed rank, bounds, keep and evidence: recalls through them (held,
+    resumed, refined and floored calls) give what the same arguments passed one by one give."""
     real = kernel._library()
     if real is None:
         pytest.skip("the compiled kernel is not built")
@@ -1619,3 +1630,12 @@ def test_the_packed_accumulate_passes_what_cm_accumulate_takes(
         kernel._lib = real
     assert got == expected
     assert unpacking.calls or not expected
+    assert unpacking.called.get("cm_evidence") or not expected
+
+
+def test_the_packed_calls_are_declared() -> None:
+    lib = kernel._library()
+    if lib is None:
+        pytest.skip("the compiled kernel is not built")
+    for name in ("cm_accumulate_packed", *kernel._PACKED_CALLS.values()):
+        assert getattr(lib, name).argtypes == [ctypes.c_char_p]
