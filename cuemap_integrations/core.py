@@ -105,36 +105,40 @@ def _updated_stamp(record: MemoryRecord, stamp: float | datetime) -> float:
 
 
 class _cycle_collection_paused:  # noqa: N801  # used as a function, like contextlib's
-    """Pause Python's cyclic garbage collector for one batch of writes or one recall.
+    """Pause Python's cyclic garbage collector for one batch of writes (or one recall).
 
     A batch allocates hundreds of thousands of dicts, tuples and lists that live on in the
     index; each time enough of them pile up the collector runs, and its older generations walk
     every object the index already holds (measured: ~10% of ingest time at 20,000 memories, more
     as the store grows). Ingest makes no reference cycles worth collecting mid-batch, and the
-    collector resumes afterwards. If it was already off, it stays off. A recall's temporaries
-    would start collections mid-recall too (~2% of its time at 100k: young generations holding
-    its lists, tuples and plans).
+    collector resumes afterwards. If it was already off, it stays off.
 
-    What outlives the batch or the recall then joins the oldest generation directly
-    (``gc.freeze`` then ``gc.unfreeze`` move every tracked object there and reset the young
-    count, without a traversal): the index keeps a batch's objects, so the young collection the
-    resumed collector would start at once (it walked all of them, ~3% of a 10,000-memory batch)
-    would only promote them, and as they are not counted as newly promoted they do not hasten
-    the next full collection either. A recall leaves its caches' new entries (concepts, lists,
-    descriptors, unpacked cues) and its result: left young, they started a young collection
-    every ~5 recalls (~0.2 ms on that recall) and a middle one every ~50 (~2.5 ms), ~3% of
-    recall time (400 cold bench queries at 100k memories; none when promoted). Nothing is
-    lost to that: the collector still frees any cycle among them in its next full collection.
-    Skipped when objects are already frozen: unfreezing would release them too (e.g. a
-    pre-fork server's).
+    The batch's objects then join the oldest generation directly (``gc.freeze`` then
+    ``gc.unfreeze`` move every tracked object there and reset the young count, without a
+    traversal): the index keeps them, so the young collection the resumed collector would
+    start at once (it walked all of them, ~3% of a 10,000-memory batch) would only promote
+    them, and as they are not counted as newly promoted they do not hasten the next full
+    collection either. Skipped when objects are already frozen: unfreezing would release
+    them too (e.g. a pre-fork server's).
+
+    ``promote=False`` (a recall, a session turn): nothing joins the oldest generation. A
+    recall's objects are temporaries, freed by the time it returns, so the collections they
+    would have started mid-recall (~2% of its time at 100k: young generations holding its
+    lists, tuples and plans) do not happen at all. What a recall leaves (its memos' new
+    entries, its result) still starts a young collection every ~5 recalls (~3% of recall time
+    at 100k); promoting it was measured and dropped: ``gc.get_freeze_count``, which tells
+    whether objects are frozen, walks every frozen object, so where a server (or
+    ``benchmarks/recall_ab.py``) froze its objects each recall paid for a walk of all of
+    them (x2.3-2.5 recall CPU at 10k-100k). A batch pays it once.
 
     A class, not a generator-based context manager: a recall enters it every time, and the
     generator's machinery was ~1% of a recall at 100k memories.
     """
 
-    __slots__ = ("paused",)
+    __slots__ = ("paused", "promote")
 
-    def __init__(self) -> None:
+    def __init__(self, *, promote: bool = True) -> None:
+        self.promote = promote
         self.paused = False
 
     def __enter__(self) -> None:
@@ -145,7 +149,7 @@ class _cycle_collection_paused:  # noqa: N801  # used as a function, like contex
     def __exit__(self, *exc: object) -> None:
         if not self.paused:
             return
-        if gc.get_freeze_count() == 0:
+        if self.promote and gc.get_freeze_count() == 0:
             gc.freeze()
             gc.unfreeze()
         gc.enable()
@@ -946,7 +950,7 @@ class CueMap:
             types=types, sources=sources, since=since, until=until,
             include_expired=include_expired, include_superseded=include_superseded,
         )  # fmt: skip
-        with _cycle_collection_paused():  # see there: what a recall leaves
+        with _cycle_collection_paused(promote=False):  # see there: the recall's temporaries
             return self._recall(
                 query, k=k, namespace=namespace, extra_cues=extra_cues, min_score=min_score,
                 explain=explain, extend=hybrid is not False, filters=filters,

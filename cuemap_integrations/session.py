@@ -123,7 +123,7 @@ class RecallSession:
         """
         self._resume()
         filters = build_filters(types=types, sources=sources, since=since, until=until)
-        with _cycle_collection_paused():  # as CueMap.recall: the turn's temporaries, its caches
+        with _cycle_collection_paused(promote=False):  # as CueMap.recall: the turn's temporaries
             result = self.cuemap._recall(
                 query, k=k, namespace=self.namespace, extra_cues=extra_cues, min_score=min_score,
                 explain=True, expanded=self._carried(),
