@@ -26,6 +26,9 @@ def plot_scale(report: dict[str, Any], out: Path) -> None:
 
     rows = [row for row in report["sizes"] if "cuemap" in row]
     sizes = [row["size"] for row in rows]
+    # bm25s at the sizes measured with it (a run may leave it out: --no-bm25s)
+    both = [row for row in rows if "bm25s" in row]
+    bm_sizes = [row["size"] for row in both]
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
     for label, key in (("p50", "p50"), ("p95", "p95")):
         left.plot(
@@ -34,14 +37,14 @@ def plot_scale(report: dict[str, Any], out: Path) -> None:
             marker="o",
             label=f"cuemap {label}",
         )
-        left.plot(sizes, [r["bm25s"]["query_ms"][key] for r in rows if "bm25s" in r], marker="s",
+        left.plot(bm_sizes, [r["bm25s"]["query_ms"][key] for r in both], marker="s",
                   linestyle="--", label=f"bm25s {label}")  # fmt: skip
     right.plot(
         sizes, [r["cuemap"]["ingest_per_s"] for r in rows], marker="o", label="cuemap (memory)"
     )
     right.plot(sizes, [r["cuemap"]["durable_file"]["ingest_per_s"] for r in rows], marker="o",
                label="cuemap (SQLite, durable)")  # fmt: skip
-    right.plot(sizes, [r["bm25s"]["build_per_s"] for r in rows if "bm25s" in r], marker="s",
+    right.plot(bm_sizes, [r["bm25s"]["build_per_s"] for r in both], marker="s",
                linestyle="--", label="bm25s (index build)")  # fmt: skip
     left.set_title("recall latency, k=10 (ms)")
     right.set_title("bulk ingest (memories/s)")
@@ -51,7 +54,7 @@ def plot_scale(report: dict[str, Any], out: Path) -> None:
         axis.set_xlabel("memories in the store")
         axis.grid(alpha=0.3)
         axis.legend(fontsize=8)
-    fig.suptitle("cuemap vs bm25s by store size (each size: both measured in one run)")
+    fig.suptitle("cuemap vs bm25s by store size (each size: both measured in one run, when both)")
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=120)
