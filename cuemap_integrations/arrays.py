@@ -756,14 +756,8 @@ def _units(
     carried_members: list[Any] = []
     held = 0  # the carried lists' postings
     members_of = kernel.members_of
-    known: Callable[[Any], Any] = {}.get if memo is None else memo.get
     for lst in lists:
-        # the memo read here first (what members_of reads, its checks after a hit): a call
-        # per list was ~0.2 us of some fifty a recall
-        keys, postings = lst.keys, lst.postings
-        found = known(keys)
-        if found is None or len(keys) != len(postings):
-            found = members_of(postings, keys, memo)
+        found = members_of(lst.postings, lst.keys, memo)
         size = found.postings
         if not size:
             continue

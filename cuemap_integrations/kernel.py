@@ -134,17 +134,13 @@ _PACKED_CALLS = {
     "cm_rank": "cm_rank_packed", "cm_bounds": "cm_bounds_packed", "cm_keep": "cm_keep_packed",
     "cm_evidence": "cm_evidence_packed",
 }  # fmt: skip
-_INT64S: dict[int, struct.Struct] = {}  # a count -> the packer of that many int64
 
 
 def _call(name: str, *args: int) -> int:
     """The kernel's function ``name`` (a key of :data:`_PACKED_CALLS`) of ``args`` (int64 and
     addresses as integers), through its packed twin: one struct pack (~1 us) where ctypes
     converted each argument (~2 us for 15)."""
-    packer = _INT64S.get(len(args))
-    if packer is None:
-        packer = _INT64S[len(args)] = struct.Struct(f"={len(args)}q")
-    return int(getattr(_library(), _PACKED_CALLS[name])(packer.pack(*args)))
+    return int(getattr(_library(), _PACKED_CALLS[name])(_packer("q", len(args)).pack(*args)))
 
 
 def _library() -> Any:
@@ -392,13 +388,19 @@ def _packed(typecode: str, values: Sequence[Any]) -> array[Any]:
     converts each item through a generic argument parser, ~2.3x the time for a pass's some
     sixty lists' numbers (describe's ~240 ints and ~300 floats: 4.5 -> 1.9 us for the floats).
     The same values either way (native byte order, 8-byte items)."""
-    key = (typecode, len(values))
+    return array(typecode, _packer(typecode, len(values)).pack(*values))
+
+
+def _packer(typecode: str, count: int) -> struct.Struct:
+    """The :class:`struct.Struct` of ``count`` native items of ``typecode`` (kept per count,
+    for :func:`_packed` and :func:`_call`)."""
+    key = (typecode, count)
     packer = _PACKERS.get(key)
     if packer is None:
         if len(_PACKERS) >= 1024:  # many distinct counts: start over
             _PACKERS.clear()
-        packer = _PACKERS[key] = struct.Struct(f"={len(values)}{typecode}")
-    return array(typecode, packer.pack(*values))
+        packer = _PACKERS[key] = struct.Struct(f"={count}{typecode}")
+    return packer
 
 
 def members_of(
