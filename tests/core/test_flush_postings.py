@@ -127,6 +127,11 @@ def _state(tables: list[PostingsTable]) -> list[Any]:
     return state
 
 
+# a term array with byte values and a cue array without, long enough to grow in place from 2
+LONG_EDITS = [("term", "db", 2, 2, False), ("term", "db", 5, 1, False),
+              ("cue", "db", 3, 1, False), ("cue", "db", 4, 1, False)]  # fmt: skip
+
+
 @contextmanager
 def _grown_in_place_from(length: int) -> Iterator[None]:
     """Arrays of ``length`` seqs and more grow in place (both flushes read the constant)."""
@@ -147,9 +152,7 @@ def _arrays(tables: list[PostingsTable]) -> list[tuple[Any, Any]]:
 @settings(max_examples=400, deadline=None)
 # the term table holds a batch's new cue key as the same bare seq: shared at the cue's posting
 @example([("term", "db", 13, 1, False)], [], [(["db"], [], [])], 13, 1, False, False, 1024)
-# a long term array with values and a cue array without, both grown in place
-@example([("term", "db", 2, 2, False), ("term", "db", 5, 1, False), ("cue", "db", 3, 1, False),
-          ("cue", "db", 4, 1, False)], [], [(["db"], [], [("db", 1)])], 13, 1, False, False, 2)
+@example(LONG_EDITS, [], [(["db"], [], [("db", 1)])], 13, 1, False, False, 2)
 @given(
     st.lists(EDIT, max_size=25),
     st.lists(SAME, max_size=3),
