@@ -21,6 +21,7 @@ from itertools import chain, repeat
 from operator import is_, lt
 from typing import TYPE_CHECKING, Any, Protocol
 
+from . import postings as postings_module
 from .postings import Postings, PostingsTable, _OnePosting, position, share_equal_seqs, sorted_holds
 from .recordtable import drain as _drain
 from .recordtable import insertion_numbers, interned, put_all, run_of
@@ -868,14 +869,16 @@ def _post_compiled(
 ) -> tuple[list[str], list[str]]:
     """:func:`_post_reference` in one C call (``_textc.flush_postings``): the same dict
     operations in the same order and the same objects (Postings arrays of exactly their
-    size, as the reference's concatenations make them); a key whose postings are not a
+    size, as the reference's concatenations make them, but for long ones grown in place as the
+    reference grows them: see ``postings.GROW_IN_PLACE``); a key whose postings are not a
     plain append (a value not a whole number 0-255, seqs not ascending, a table holding it
     otherwise than bare or as an array of 4-byte seqs and byte values) is left to the
     reference's ``extend``. Bulk ingest, 10,000 bench memories: about 12 us a memory in
     Python."""
     kinds = tuple((*pending.plain[kind], *pending.valued[kind]) for kind in ("cue", "tag", "term"))
     tables = tuple(table.dicts() for table in (cues, tags, terms))
-    return _FLUSH_POSTINGS(kinds, tables, _POSTINGS_KINDS)  # type: ignore[misc]  # not None
+    classes = (*_POSTINGS_KINDS, postings_module.GROW_IN_PLACE)  # read here: tests lower it
+    return _FLUSH_POSTINGS(kinds, tables, classes)  # type: ignore[misc]  # not None
 
 
 _FLUSH_POSTINGS: Callable[..., tuple[list[str], list[str]]] | None = (

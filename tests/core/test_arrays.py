@@ -570,3 +570,45 @@ def test_a_bulk_batch_into_a_recalled_store_keeps_the_view_in_step(
         assert index.view.size == size and index.view.seq_base == fresh.seq_base
         for name in ("seq_at", "length", "updated", "type_code"):
             assert list(getattr(index.view, name)[:size]) == list(getattr(fresh, name)[:size])
+
+
+class _DocByDoc(arrays.ArrayView):
+    """The view made as it was before it read the columns: :meth:`set_doc` of each doc."""
+
+    def _set_all(self, docs: Any) -> None:
+        for seq, doc in docs.items():
+            self.set_doc(seq, doc)
+
+
+def _view_state(view: arrays.ArrayView) -> tuple[Any, ...]:
+    return (
+        view.size, view.seq_base, view.type_codes, view.slot_by_seq.tolist(),
+        *(getattr(view, name)[: view.size].tolist()
+          for name in ("seq_at", "length", "updated", "type_code")),
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("edited", [False, True])
+def test_a_new_view_reads_every_doc_as_setting_each_would(edited: bool) -> None:
+    """A view made for a namespace holds the same slots, values, type codes and seq base as
+    setting each doc in turn: docs added in bulk and one by one, of several types, tagged
+    and transcript turns (docs not plain), and, when ``edited``, updated ones (re-indexed out
+    of order), deleted ones and another namespace's memories between them."""
+    cm = fixed_store({})
+    cm.add_many([{"content": f"order cache note {i}", "memory_id": f"b{i}",
+                  "type": ("fact", "event", "task")[i % 3]} for i in range(30)])  # fmt: skip
+    cm.add("tagged painting note", memory_id="tagged", tags=["art"], type="preference")
+    for i in range(4):
+        cm.add(f"turn {i} about redis", memory_id=f"t{i}", type="event",
+               metadata={"session_id": "s1"})  # fmt: skip
+    if edited:
+        cm.add("another namespace's note", memory_id="x", namespace="other")
+        cm.update("b3", content="redis painting order")
+        cm.delete("b7")
+        cm.add("a late note about caroline", memory_id="late", type="fact")
+    for namespace in ("default", "other") if edited else ("default",):
+        index = cm._indexes[namespace]
+        assert _view_state(arrays.ArrayView(index)) == _view_state(_DocByDoc(index))
+    view = arrays.ArrayView(cm._indexes["default"])
+    assert view.size == len(cm._indexes["default"].docs)
+    assert (view.seq_base == -1) is edited  # an update re-indexes out of seq order

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import sys
 from array import array
+from collections.abc import Iterator
+from contextlib import contextmanager
 from itertools import product
 from typing import Any
 
@@ -21,6 +23,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from cuemap_integrations import index as index_module
+from cuemap_integrations import postings as postings_module
 from cuemap_integrations.index import NamespaceIndex, _Pending, _post_compiled, _post_reference
 from cuemap_integrations.postings import Postings, PostingsTable, share_equal_seqs
 
@@ -124,9 +127,32 @@ def _state(tables: list[PostingsTable]) -> list[Any]:
     return state
 
 
+# a term array with byte values and a cue array without, long enough to grow in place from 2
+LONG_EDITS = [("term", "db", 2, 2, False), ("term", "db", 5, 1, False),
+              ("cue", "db", 3, 1, False), ("cue", "db", 4, 1, False)]  # fmt: skip
+
+
+@contextmanager
+def _grown_in_place_from(length: int) -> Iterator[None]:
+    """Arrays of ``length`` seqs and more grow in place (both flushes read the constant)."""
+    was = postings_module.GROW_IN_PLACE
+    postings_module.GROW_IN_PLACE = length
+    try:
+        yield
+    finally:
+        postings_module.GROW_IN_PLACE = was
+
+
+def _arrays(tables: list[PostingsTable]) -> list[tuple[Any, Any]]:
+    """Every Postings' seqs and values arrays (the objects), key by key."""
+    return [(held._seqs, held._values) for table in tables for held in table._held.values()
+            if type(held) is Postings]  # fmt: skip
+
+
 @settings(max_examples=400, deadline=None)
 # the term table holds a batch's new cue key as the same bare seq: shared at the cue's posting
-@example([("term", "db", 13, 1, False)], [], [(["db"], [], [])], 13, 1, False, False)
+@example([("term", "db", 13, 1, False)], [], [(["db"], [], [])], 13, 1, False, False, 1024)
+@example(LONG_EDITS, [], [(["db"], [], [("db", 1)])], 13, 1, False, False, 2)
 @given(
     st.lists(EDIT, max_size=25),
     st.lists(SAME, max_size=3),
@@ -135,6 +161,7 @@ def _state(tables: list[PostingsTable]) -> list[Any]:
     st.integers(1, 2),
     st.booleans(),
     st.booleans(),
+    st.sampled_from([1024, 2, 0]),  # GROW_IN_PLACE: none of these arrays, most, all
 )
 def test_the_compiled_flush_leaves_the_tables_as_the_reference(
     edits: list[Any],
@@ -144,14 +171,22 @@ def test_the_compiled_flush_leaves_the_tables_as_the_reference(
     gap: int,
     repeat: bool,
     big: bool,
+    in_place: int,
 ) -> None:
     reference, compiled = _build(edits, same, big), _build(edits, same, big)
     assert _state(reference) == _state(compiled)
     start = BIG + start if big and start % 2 else start
-    new_reference = _post_reference(_pending(batch, start, gap, repeat), *reference)
-    new_compiled = _post_compiled(_pending(batch, start, gap, repeat), *compiled)
+    before = [_arrays(reference), _arrays(compiled)]
+    with _grown_in_place_from(in_place):
+        new_reference = _post_reference(_pending(batch, start, gap, repeat), *reference)
+        new_compiled = _post_compiled(_pending(batch, start, gap, repeat), *compiled)
     assert new_compiled == new_reference
     assert _state(compiled) == _state(reference)
+    # the same arrays kept (grown in place) and the same made new, by both flushes
+    kept = [[[a is b for a, b in zip(old, held, strict=False)] for old, held in zip(
+        was, _arrays(tables), strict=False)] for was, tables in zip(before, (reference, compiled),
+        strict=True)]  # fmt: skip
+    assert kept[0] == kept[1]
 
 
 def test_a_bulk_batch_takes_the_compiled_flush(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -207,3 +242,59 @@ def test_keys_lengthened_while_read_are_an_error_not_an_overrun() -> None:
     pending.add("cue", 1, keys, None)
     with pytest.raises(RuntimeError, match="pending keys changed"):
         _post_compiled(pending, *_tables())
+
+
+def _long_tables(length: int) -> list[PostingsTable]:
+    """A cue table holding "own" and "shared" (and a term table "shared" too: their arrays
+    shared), and a term table holding "counted" with byte values, each ``length`` seqs long."""
+    tables = _tables()
+    cues, _, terms = tables
+    for seq in range(length):
+        cues.put("own", seq, 1.0)
+        cues.put("shared", seq, 1.0)
+        terms.put("shared", seq, 1.0)
+        terms.put("counted", seq, 1.0 + seq % 2)
+    share_equal_seqs([cues.held("shared"), terms.held("shared")])
+    return list(tables)
+
+
+def test_long_arrays_grow_in_place_short_and_shared_ones_are_new() -> None:
+    """A batch appends to a key's long own arrays in place (no copy of the whole array), and
+    makes a shared or short array a new one of exactly the size, as before."""
+    for post in (_post_compiled, _post_reference):
+        for length, grown in ((3000, True), (50, False)):
+            tables = _long_tables(length)
+            cues, _, terms = tables
+            own, shared = cues.held("own")._seqs, cues.held("shared")._seqs
+            counted = terms.held("counted")._values
+            pending = _Pending()
+            pending.add("cue", length, ["own", "shared"], None)
+            pending.add("term", length, ["shared", "counted"], [1, 3])
+            post(pending, *tables)
+            assert (cues.held("own")._seqs is own) is grown, (post, length)
+            assert (terms.held("counted")._values is counted) is grown, (post, length)
+            assert cues.held("shared")._seqs is not shared  # copied: its twin reads the old one
+            assert list(cues.held("own")) == list(range(length + 1))
+            assert list(terms.held("counted").weights())[-3:] == [1 + length % 2, 2 - length % 2, 3]
+            assert list(terms.held("shared")) == list(range(length + 1))
+            assert len(cues.held("own")._seqs) == length + 1
+
+
+def test_an_array_a_reader_holds_a_view_of_is_copied_not_resized() -> None:
+    """An array whose buffer is exported (a memoryview, a NumPy view) cannot be resized: the
+    flush makes a new one instead, and the reader's view still reads the old items."""
+    for post in (_post_compiled, _post_reference):
+        tables = _long_tables(3000)
+        cues, _, terms = tables
+        seqs = cues.held("own")._seqs
+        counted = terms.held("counted")
+        view, values_view = memoryview(seqs), memoryview(counted._values)
+        pending = _Pending()
+        pending.add("cue", 3000, ["own"], None)
+        pending.add("term", 3000, ["counted"], [7])
+        post(pending, *tables)
+        assert cues.held("own")._seqs is not seqs and list(cues.held("own"))[-2:] == [2999, 3000]
+        assert list(counted.weights())[-2:] == [2.0, 7.0] and len(counted._seqs) == 3001
+        assert len(view) == 3000 and len(values_view) == 3000
+        view.release()
+        values_view.release()
