@@ -143,6 +143,14 @@ def _add_scale(commands: Any) -> None:
     parser.add_argument(
         "--no-bm25s", dest="bm25s", action="store_false", help="measure CueMap only"
     )
+    parser.add_argument(
+        "--ingest-runs",
+        type=_positive,
+        default=3,
+        metavar="N",
+        help="in-memory bulk ingests per size, each in a fresh process; the median is reported "
+        "(default 3)",
+    )
     parser.set_defaults(func=_run_scale)
 
 
