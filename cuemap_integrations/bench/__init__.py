@@ -144,12 +144,12 @@ def _add_scale(commands: Any) -> None:
         "--no-bm25s", dest="bm25s", action="store_false", help="measure CueMap only"
     )
     parser.add_argument(
-        "--ingest-runs",
+        "--runs",
         type=_positive,
         default=3,
         metavar="N",
-        help="in-memory bulk ingests per size, each in a fresh process; the median is reported "
-        "(default 3)",
+        help="in-memory runs per size (bulk ingest, then the recalls), each in a fresh process: "
+        "the median ingest and the recall percentiles over all runs are reported (default 3)",
     )
     parser.set_defaults(func=_run_scale)
 

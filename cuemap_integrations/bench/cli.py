@@ -53,7 +53,7 @@ def run_scale_command(args: argparse.Namespace) -> int:
         max_seconds=args.max_seconds,
         seed=args.seed,
         bm25s=args.bm25s,
-        ingest_runs=args.ingest_runs,
+        runs=args.runs,
     )
     report = run_scale(options)
     _emit(format_scale(report), args.json, report)

@@ -10,12 +10,15 @@ Each (size, system) is measured in a fresh process (``multiprocessing`` spawn), 
 (``resource.getrusage``) is that system's alone. Per size, CueMap:
 
 * bulk ingest throughput into ``CueMap(":memory:")`` and into a SQLite file with durable commits
-  (``synchronous=FULL``), ``add_many`` in batches of 10,000; the in-memory figure is the median
-  of ``ingest_runs`` ingests, each in a fresh process (a shared machine moves one run by tens of
-  percent; every run's seconds are in the report);
+  (``synchronous=FULL``), ``add_many`` in batches of 10,000;
 * ``add`` latency: the median over 50 single adds (in memory, and into the durable file), each
   followed by ``recall(content, k=10)`` that must return the new memory (checked, counted);
 * recall p50/p95 at k=10;
+* the in-memory ingest and the recalls are run ``runs`` times (``--runs``), each in a fresh
+  process (cold memos and caches, as the first): the ingest figure is the runs' median, the
+  recall percentiles are over every run's recalls (each asks every query once), and each run's
+  own ingest seconds and recall p50 are in the report (``runs``): a shared machine moves one
+  run by tens of percent (the same 10,000-memory ingest read 343-544 ms of CPU within minutes);
 * index bytes per memory beyond its text: with ``tracemalloc`` on, memories are generated and added
   batch by batch (each batch list dropped after ``add_many``); the traced growth minus
   ``sys.getsizeof`` of every content string, divided by the size. SQLite's own pages are allocated
@@ -67,7 +70,7 @@ class ScaleOptions:
     max_seconds: float = 1200.0
     seed: int = 7
     bm25s: bool = True
-    ingest_runs: int = 3  # in-memory bulk ingests, each in a fresh process: the median is reported
+    runs: int = 3  # in-memory runs (ingest, recalls), each in a fresh process: pooled
 
 
 @dataclass(frozen=True)
@@ -267,6 +270,7 @@ def _in_memory(corpus: Corpus, seed: int, size: int, queries: Sequence[str]) -> 
         "ingest_s": ingest,
         "ingest_per_s": size / ingest if ingest else None,
         "recall_ms": _ms(recall_s),
+        "recall_s": recall_s,  # pooled with the other runs' (then dropped: _pooled)
         "add": adds,
         "peak_rss_bytes": peak,
         "rss_before_bytes": rss_before,
@@ -281,18 +285,18 @@ def measure_cuemap(corpus: Corpus, seed: int, size: int, queries: Sequence[str])
     return result
 
 
-def measure_cuemap_ingest(
+def measure_cuemap_again(
     corpus: Corpus, seed: int, size: int, queries: Sequence[str]
 ) -> dict[str, Any]:
-    """One more in-memory bulk ingest, in a process of its own (cold memos, as the first run's):
-    the other runs of the reported median."""
+    """Another run of the in-memory bulk ingest and recalls, in a process of its own (cold
+    memos, as the first run's): pooled with it (:func:`_pooled`)."""
     from ..core import CueMap
 
-    del queries  # the same signature as the other measures
     store = CueMap(":memory:", clock=_fixed_clock)
     seconds = _ingest(store, corpus, seed, size)
+    recall_s = [_timed(store.recall, q, k=K)[0] for q in queries]
     store.close()
-    return {"ingest_s": seconds}
+    return {"ingest_s": seconds, "recall_s": recall_s}
 
 
 def measure_cuemap_bytes(
@@ -371,7 +375,7 @@ def _worker(connection: Any, job: dict[str, Any]) -> None:
         connection.close()
 
 
-_MEASURES = {"cuemap": measure_cuemap, "cuemap-ingest": measure_cuemap_ingest,
+_MEASURES = {"cuemap": measure_cuemap, "cuemap-again": measure_cuemap_again,
              "cuemap-bytes": measure_cuemap_bytes, "bm25s": measure_bm25s}  # fmt: skip
 
 
@@ -409,7 +413,8 @@ def _estimate(history: list[tuple[int, float]], size: int) -> float:
 
 def _measure_size(options: ScaleOptions, size: int, remaining: float) -> dict[str, Any]:
     entry: dict[str, Any] = {"size": size}
-    more = ["cuemap-ingest"] * (options.ingest_runs - 1)
+    runs: list[dict[str, Any]] = []  # CueMap's in-memory runs
+    more = ["cuemap-again"] * (options.runs - 1)
     systems = ["cuemap", *more, "cuemap-bytes", *(["bm25s"] if options.bm25s else [])]
     started = time.perf_counter()
     for system in systems:
@@ -423,25 +428,30 @@ def _measure_size(options: ScaleOptions, size: int, remaining: float) -> dict[st
             break
         if system == "cuemap-bytes":  # reported with cuemap's other figures
             entry["cuemap"]["memory"] = result["ok"]
-        elif system == "cuemap-ingest":
-            entry["cuemap"]["ingest_runs_s"].append(result["ok"]["ingest_s"])
+        elif system == "cuemap-again":
+            runs.append(result["ok"])
         else:
             entry[system] = result["ok"]
-            if system == "cuemap":
-                entry["cuemap"]["ingest_runs_s"] = [entry["cuemap"]["ingest_s"]]
+            if system == "cuemap":  # its figures, before _pooled replaces them
+                runs.append({key: result["ok"][key] for key in ("ingest_s", "recall_s")})
     if "cuemap" in entry:
-        _median_ingest(entry["cuemap"], size)
+        _pooled(entry["cuemap"], runs, size)
     entry["elapsed_s"] = time.perf_counter() - started
     if "cuemap" in entry and "bm25s" in entry:
         entry["ratios"] = ratios(entry["cuemap"], entry["bm25s"])
     return entry
 
 
-def _median_ingest(cue: dict[str, Any], size: int) -> None:
-    """The in-memory ingest figures as the median of the runs made (one, if the budget ran out
-    before the others)."""
-    seconds = statistics.median(cue["ingest_runs_s"])
+def _pooled(cue: dict[str, Any], runs: list[dict[str, Any]], size: int) -> None:
+    """CueMap's in-memory figures over the runs made (fewer than asked if the time budget ran
+    out): the median ingest, the recall percentiles over every run's recalls, and each run's
+    own ingest seconds and recall p50 in ``cue["runs"]``."""
+    seconds = statistics.median(run["ingest_s"] for run in runs)
     cue["ingest_s"], cue["ingest_per_s"] = seconds, size / seconds if seconds else None
+    cue["recall_ms"] = _ms([s for run in runs for s in run["recall_s"]])
+    cue["runs"] = [{"ingest_s": run["ingest_s"], "recall_p50_ms": _ms(run["recall_s"])["p50"]}
+                   for run in runs]  # fmt: skip
+    cue.pop("recall_s", None)
 
 
 def ratios(cue: dict[str, Any], bm: dict[str, Any]) -> dict[str, float | None]:
@@ -522,7 +532,7 @@ def _size_rows(entry: dict[str, Any]) -> list[list[str]]:
         value = r.get(key) if key else None
         return [label, cue, bm, "" if value is None else f"{value:.3g}"]
 
-    runs = len(c.get("ingest_runs_s", [c["ingest_s"]]))
+    runs = len(c.get("runs", [c]))
     return [
         row(f"ingest memories/s (in memory, median of {runs} | bm25s build)",
             _rate(c["ingest_per_s"]), _rate(b["build_per_s"]) if b else "-"),
@@ -534,7 +544,7 @@ def _size_rows(entry: dict[str, Any]) -> list[list[str]]:
         row("add p50 ms (SQLite file, durable)", fmt(d["add"]["add_ms"]["p50"], 3)),
         row("added memory recalled (of 50; file store)", f"{c['add']['visible']}; {d['add']['visible']}",
             f"{b['rebuild_visible']} of {b['rebuilds']}" if b else "-"),
-        row("recall p50 ms (k=10)", fmt(c["recall_ms"]["p50"], 3), fmt(b["query_ms"]["p50"], 3) if b else "-",
+        row(f"recall p50 ms (k=10, {runs} runs pooled)", fmt(c["recall_ms"]["p50"], 3), fmt(b["query_ms"]["p50"], 3) if b else "-",
             "query_p50_ms"),
         row("recall p95 ms (k=10)", fmt(c["recall_ms"]["p95"], 3), fmt(b["query_ms"]["p95"], 3) if b else "-",
             "query_p95_ms"),

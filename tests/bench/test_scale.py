@@ -52,10 +52,10 @@ def test_scale_smoke(tiny_path: Path, tmp_path: Path, capsys: pytest.CaptureFixt
     assert cue["add"]["visible"] == cue["add"]["checked"] == 50 and cue["add"]["missed"] == []
     assert cue["durable_file"]["add"]["visible"] == 50
     assert cue["durable_file"]["reopened_memories"] == 250
-    assert cue["recall_ms"]["n"] == 20 and cue["recall_ms"]["p95"] >= cue["recall_ms"]["p50"] > 0
+    assert cue["recall_ms"]["n"] == 60 and cue["recall_ms"]["p95"] >= cue["recall_ms"]["p50"] > 0
     assert cue["ingest_per_s"] > 0 and cue["durable_file"]["ingest_per_s"] > 0
-    runs = cue["ingest_runs_s"]  # the default 3 runs, the rate from their median
-    assert len(runs) == 3 and cue["ingest_per_s"] == pytest.approx(200 / sorted(runs)[1])
+    runs = sorted(run["ingest_s"] for run in cue["runs"])  # the default 3, the rate their median's
+    assert len(runs) == 3 and cue["ingest_per_s"] == pytest.approx(200 / runs[1])
     assert cue["peak_rss_bytes"] > 0 and cue["memory"]["index_bytes_per_memory"] > 0
     assert bm["rebuild_visible"] == bm["rebuilds"] == 3 and bm["query_ms"]["n"] == 20
     assert set(entry["ratios"]) >= {
@@ -86,40 +86,41 @@ def test_index_bytes_are_measured_in_a_process_of_their_own(monkeypatch, tiny_pa
     def run_job(job: dict, timeout: float) -> dict:
         jobs.append(job["system"])
         return {"ok": {"index_bytes_per_memory": 1.0} if job["system"] == "cuemap-bytes"
-                else {"from": job["system"], "ingest_s": 2.0}}  # fmt: skip
+                else {"from": job["system"], "ingest_s": 2.0, "recall_s": [0.001]}}  # fmt: skip
 
     monkeypatch.setattr(scale, "run_job", run_job)
-    options = ScaleOptions(corpus=str(tiny_path), bm25s=False, ingest_runs=1)  # no ratios
+    options = ScaleOptions(corpus=str(tiny_path), bm25s=False, runs=1)  # no ratios
     entry = scale._measure_size(options, 100, 60.0)
     assert jobs == ["cuemap", "cuemap-bytes"]
-    assert entry["cuemap"] == {
-        "from": "cuemap",
-        "memory": {"index_bytes_per_memory": 1.0},
-        "ingest_s": 2.0,
-        "ingest_per_s": 50.0,
-        "ingest_runs_s": [2.0],
-    }
+    cue = entry["cuemap"]
+    assert cue["from"] == "cuemap" and cue["memory"] == {"index_bytes_per_memory": 1.0}
+    assert cue["runs"] == [{"ingest_s": 2.0, "recall_p50_ms": 1.0}] and "recall_s" not in cue
 
 
-def test_in_memory_ingest_is_the_median_of_runs_in_fresh_processes(
+def test_in_memory_figures_pool_runs_in_fresh_processes(
     monkeypatch: pytest.MonkeyPatch, tiny_path: Path
 ) -> None:
-    """Each further ingest run is a job (a fresh process, cold memos as the first's); the
-    reported seconds and rate are the runs' median, and every run is kept."""
+    """Each further in-memory run is a job (a fresh process, cold memos as the first's): the
+    reported ingest is the runs' median, the recall percentiles are over every run's recalls,
+    and each run's own figures are kept."""
     from cuemap_integrations.bench import scale
 
     jobs: list[str] = []
-    seconds = iter([4.0, 1.0, 2.5])
+    results = iter([(4.0, [0.001, 0.009]), (1.0, [0.002, 0.003]), (2.5, [0.004, 0.005])])
 
     def run_job(job: dict, timeout: float) -> dict:
         jobs.append(job["system"])
         if job["system"] == "cuemap-bytes":
             return {"ok": {"index_bytes_per_memory": 1.0}}
-        return {"ok": {"ingest_s": next(seconds), "ingest_per_s": 0.0}}
+        seconds, recalls = next(results)
+        return {"ok": {"ingest_s": seconds, "ingest_per_s": 0.0, "recall_s": recalls}}
 
     monkeypatch.setattr(scale, "run_job", run_job)
-    options = ScaleOptions(corpus=str(tiny_path), bm25s=False, ingest_runs=3)
+    options = ScaleOptions(corpus=str(tiny_path), bm25s=False, runs=3)
     cue = scale._measure_size(options, 100, 60.0)["cuemap"]
-    assert jobs == ["cuemap", "cuemap-ingest", "cuemap-ingest", "cuemap-bytes"]
-    assert cue["ingest_runs_s"] == [4.0, 1.0, 2.5]
+    assert jobs == ["cuemap", "cuemap-again", "cuemap-again", "cuemap-bytes"]
+    assert [run["ingest_s"] for run in cue["runs"]] == [4.0, 1.0, 2.5]
+    assert [run["recall_p50_ms"] for run in cue["runs"]] == pytest.approx([5.0, 2.5, 4.5])
     assert cue["ingest_s"] == 2.5 and cue["ingest_per_s"] == 40.0
+    # pooled: the median of all six recalls (not of the runs' p50s, 4.5)
+    assert cue["recall_ms"]["n"] == 6 and cue["recall_ms"]["p50"] == pytest.approx(3.5)
