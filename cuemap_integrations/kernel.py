@@ -317,7 +317,8 @@ class _Members(NamedTuple):
                 described.member(member)
             return _new(cls, (described.members, described.keep, described.postings))
         ints, buffers, count = _member(postings[0])
-        return _new(cls, (_packed("q", ints), buffers, count))
+        # five ints: the array's own constructor (0.50 us) beats packing them (1.04)
+        return _new(cls, (array("q", ints), buffers, count))
 
 
 def describe(
