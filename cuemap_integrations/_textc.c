@@ -40,6 +40,7 @@
  *                                      which a trigger occurs in ASCII text
  *   new_record(item, layout)          core.CueMap._build of the usual add_many item
  *   holding(held, seqs)               postings._py_holding: the seqs an array of them holds
+ *   unpacked_cues(packed, start, stop, names)   recordtable._py_unpacked_cues: a packed row's cues
  *
  * Every index is checked against its buffer's length; buffers are sized from the input.
  */
@@ -4715,6 +4716,55 @@ static PyObject *textc_buffer_address(PyObject *self, PyObject *obj) {
     return PyLong_FromVoidPtr(address);
 }
 
+/* unpacked_cues(packed, start, stop, names): recordtable._py_unpacked_cues, the cue tuple of
+   the row ``packed[start:stop]`` (a count byte, that many native 2-byte codes into the list
+   ``names``, then the other cues as UTF-8 joined by NUL: a NUL byte is no part of another
+   character's bytes, so each piece decodes alone). The Python way made the codes' tuple, an
+   itemgetter of them, the text's bytes, str and list and the joined tuple: 1.13 us a row of
+   twenty cues against 0.24 here, some ten rows a recall (its hits' records and explanations). */
+static PyObject *textc_unpacked_cues(PyObject *self, PyObject *args) {
+    Py_buffer packed;
+    Py_ssize_t start, stop;
+    PyObject *names;
+    if (!PyArg_ParseTuple(args, "y*nnO!:unpacked_cues", &packed, &start, &stop, &PyList_Type,
+                          &names))
+        return NULL;
+    const unsigned char *bytes = packed.buf;
+    Py_ssize_t count = 0 <= start && start < stop && stop <= packed.len ? bytes[start] : -1;
+    Py_ssize_t end = start + 1 + 2 * count, pieces = 0;
+    if (count < 0 || end > stop) {
+        PyBuffer_Release(&packed);
+        PyErr_SetString(PyExc_ValueError, "unpacked_cues: not a packed row");
+        return NULL;
+    }
+    for (Py_ssize_t at = end; end < stop && at <= stop; at++) /* the text's NULs, and its end */
+        pieces += at == stop || bytes[at] == 0;
+    PyObject *out = PyTuple_New(count + pieces);
+    for (Py_ssize_t i = 0; out != NULL && i < count; i++) {
+        uint16_t code;
+        memcpy(&code, bytes + start + 1 + 2 * i, sizeof code);
+        if (code >= PyList_GET_SIZE(names)) {
+            PyErr_SetString(PyExc_IndexError, "unpacked_cues: a code past names");
+            Py_CLEAR(out);
+            break;
+        }
+        PyTuple_SET_ITEM(out, i, Py_NewRef(PyList_GET_ITEM(names, code)));
+    }
+    Py_ssize_t from = end, piece = count;
+    for (Py_ssize_t at = end; out != NULL && end < stop && at <= stop; at++) {
+        if (at < stop && bytes[at] != 0) continue;
+        PyObject *cue = PyUnicode_DecodeUTF8((const char *)bytes + from, at - from, NULL);
+        if (cue == NULL) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyTuple_SET_ITEM(out, piece++, cue);
+        from = at + 1;
+    }
+    PyBuffer_Release(&packed);
+    return out;
+}
+
 /* The sequence number at ``at`` of an array of int64 (``wide``) or int32 ones. */
 static inline long long seq_at(const Py_buffer *held, int wide, Py_ssize_t at) {
     return wide ? ((const int64_t *)held->buf)[at] : ((const int32_t *)held->buf)[at];
@@ -5626,6 +5676,7 @@ static PyMethodDef methods[] = {
     {"rest_bounds", textc_rest_bounds, METH_VARARGS, "topk._py_rest_bounds."},
     {"buffer_address", textc_buffer_address, METH_O, "kernel._py_data of a contiguous buffer."},
     {"holding", textc_holding, METH_VARARGS, "postings._py_holding."},
+    {"unpacked_cues", textc_unpacked_cues, METH_VARARGS, "recordtable._py_unpacked_cues."},
     {"alone", textc_alone, METH_O, "ranking._py_alone."},
     {"shared_positions", textc_shared_positions, METH_O, "ranking._py_shared_positions."},
     {"place", textc_place, METH_VARARGS, "keytables._place."},
@@ -5649,7 +5700,7 @@ PyMODINIT_FUNC PyInit__textc(void) {
         (SHARED_NAME = PyUnicode_InternFromString("_shared")) == NULL)
         return NULL;
     PyObject *m = PyModule_Create(&module);
-    if (m != NULL && (PyModule_AddIntConstant(m, "ABI_VERSION", 19) < 0 ||
+    if (m != NULL && (PyModule_AddIntConstant(m, "ABI_VERSION", 20) < 0 ||
                       PyModule_AddObjectRef(m, "StemMemo", (PyObject *)&StemMemoType) < 0 ||
                       add_record_of(m) < 0 || add_screen(m) < 0 || add_new_record(m) < 0))
         Py_CLEAR(m);
