@@ -568,7 +568,7 @@ def select(
         with view.scratch().lock:  # the kernel's output is the scratch's, until we return
             found = _compiled(view, described, cfg, scorer, k, admitted, floor, memo)
             chosen = _walked(view, found, cfg, scorer, k, admitted, min_score, floor)
-        return Selected(chosen, _exact(index, described, lists, chosen))
+        return _new(Selected, (chosen, _exact(index, described, lists, chosen)))
     found = _vectorized(view, lists, cfg, scorer, k, admitted, memo, floor)
     return Selected(_walked(view, found, cfg, scorer, k, admitted, min_score, floor), None)
 
@@ -846,7 +846,7 @@ def _compiled_narrowed(
             kept, theta = reach  # arrays of their own: the next call reuses the scratch's output
             # each list not taken then drops the candidates it leaves out of reach of theta,
             # so the longer lists after it are probed for fewer
-            refine = kernel.Refine(kept.base, every, theta - _EPSILON, taken)
+            refine = _new(kernel.Refine, (kept.base, every, theta - _EPSILON, taken))
             resume = taken if view.scratch().holds(described, taken) else 0
             found = kernel.accumulate(
                 view, described, weights, cand=(kept.slots, kept.seqs), refine=refine,
@@ -921,7 +921,7 @@ def _taken(
     cand, partial, _ = _from_kernel(found)
     if key is not None:  # kept past the next call, which reuses the scratch's output arrays
         cand = cand.copy()
-        partial = _Sums.of(kernel.KernelSums(cand, *(a.copy() for a in found[1:])))
+        partial = _Sums.of(_new(kernel.KernelSums, (cand, *(a.copy() for a in found[1:]))))
     tag_only = partial.only  # ranked after every other match: never the k-th
     bounds = _bounds(view, cand, partial.evidence, tag_only, scorer, k, admitted)
     held = _new(_Taken, (cand, partial, tag_only, *bounds))
@@ -1112,10 +1112,10 @@ def _ranking(view: ArrayView, scorer: FastScorer, min_score: float | None) -> ke
     if held is not None and held[0] == key:
         return held[1]  # type: ignore[no-any-return]
     bonus = _type_bonuses(view, scorer)
-    ranking = kernel.Ranking(
+    ranking = _new(kernel.Ranking, (
         scorer.now_ts, scorer.per_second, scorer.w_recency, _np().array(bonus), scorer.prior_max,
         -math.inf if min_score is None else min_score - _EPSILON,
-    )  # fmt: skip
+    ))  # fmt: skip
     scorer.ranked = (key, ranking)
     return ranking
 

@@ -1018,7 +1018,11 @@ class CueMap:
         self, namespace: str, hits: Sequence[Hit]
     ) -> tuple[tuple[Hit, ...], tuple[ConflictNote, ...]]:
         """The hits with their conflict partners, and the notes about them."""
-        linked = tuple(self._with_links(namespace, hit) for hit in hits)
+        each = self._links.partners(namespace, [hit.memory.memory_id for hit in hits])
+        linked = tuple(
+            [replace(hit, conflicts=tuple(partners)) if partners else hit
+             for hit, partners in zip(hits, each, strict=True)]
+        )  # fmt: skip
         return linked, self._notes(namespace, linked)
 
     def _passes(
@@ -1036,10 +1040,6 @@ class CueMap:
             return [], [], ranking_trace(plan, first.scored, [])
         lent = self._feedback(ranking.index, read.flat_cues, first)
         return ranking.ranked_hits(with_carried(read, [*carried, *lent], self.aliases), k)
-
-    def _with_links(self, namespace: str, hit: Hit) -> Hit:
-        partners = self._links.partners(namespace, hit.memory_id)
-        return replace(hit, conflicts=tuple(partners)) if partners else hit
 
     def _notes(self, namespace: str, hits: Sequence[Hit]) -> tuple[ConflictNote, ...]:
         """Conflict and supersession notes about the hits, one per pair, in hit order."""

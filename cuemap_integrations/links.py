@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 __all__ = ["Links"]
 
 
@@ -23,6 +25,10 @@ class Links:
             if not partners:
                 self._partners.pop((namespace, other), None)
 
-    def partners(self, namespace: str, memory_id: str) -> dict[str, str]:
-        """The memories linked to ``memory_id``, with the link kind (empty when none)."""
-        return self._partners.get((namespace, memory_id), {})
+    def partners(self, namespace: str, memory_ids: Iterable[str]) -> list[dict[str, str]]:
+        """The memories linked to each of ``memory_ids``, with the link kind (empty when none):
+        a recall asks it of its ten hits in one call (a call per hit, with the hit's
+        ``memory_id`` property read, was three Python frames a hit)."""
+        none: dict[str, str] = {}  # one empty dict for every memory without a link: only read
+        get = self._partners.get
+        return [get((namespace, memory_id), none) for memory_id in memory_ids]

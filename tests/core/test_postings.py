@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from array import array
+
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from cuemap_integrations import postings as postings_module
 from cuemap_integrations.postings import Postings, PostingsTable
 
 OPS = st.lists(
@@ -58,6 +61,46 @@ def test_holding_is_among_without_the_values(
     postings, expected = replay(ops)
     assert postings.holding(asked) == [s for s, _ in postings.among(asked)]
     assert postings.holding(asked) == [s for s in asked if s in expected]
+
+
+SEQS = st.one_of(
+    st.integers(-3, 60), st.integers(2**31 - 3, 2**31 + 2), st.integers(2**63 - 2, 2**64)
+)
+
+
+@given(st.lists(SEQS, max_size=60), st.lists(SEQS, max_size=20), st.sampled_from(["i", "q"]))
+@example([1, 3, 5], [5, 2**70, 1, 1, 4, -1], "q")
+def test_compiled_holding_finds_what_the_python_one_finds(
+    held: list[int], asked: list[int], typecode: str
+) -> None:
+    """``_textc.holding`` (a binary search in C) returns the same seqs, in the same order, as
+    :func:`postings._py_holding` (bisect over the array), for arrays of four and eight bytes,
+    seqs on either side of their range and repeated ones."""
+    compiled = postings_module._textc
+    if compiled is None:
+        pytest.skip("the text extension is not built")
+    limit = 2**31 if typecode == "i" else 2**63
+    seqs = array(typecode, sorted({s for s in held if -limit <= s < limit}))
+    got = compiled.holding(seqs, asked)
+    assert got == postings_module._py_holding(seqs, asked)
+    assert got == [s for s in asked if s in set(seqs)]
+
+
+def test_compiled_holding_leaves_other_arrays_and_seqs_to_python() -> None:
+    """None (the Python search decides) for an array of another type, a list, or a seq that
+    is not an int; an error for seqs that are not a sequence."""
+    compiled = postings_module._textc
+    if compiled is None:
+        pytest.skip("the text extension is not built")
+    assert compiled.holding(array("h", [1, 2]), [1]) is None
+    assert compiled.holding([1, 2], [1]) is None
+    assert compiled.holding(array("q", [1, 2]), [1, 2.0]) is None
+    assert compiled.holding(array("q", [1, 2]), [True]) is None
+    with pytest.raises(TypeError):
+        compiled.holding(array("q", [1, 2]), 3)
+    held = Postings()
+    held.extend([1, 2, 9], [1.0, 1.0, 1.0])
+    assert held.holding([9, 2.0, 3]) == [9, 2.0]  # the Python search, for the float
 
 
 def test_values_are_stored_only_once_one_differs_from_one() -> None:

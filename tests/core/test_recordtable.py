@@ -179,6 +179,52 @@ def test_packed_cues_read_back_equal(
         assert read == cues and type(read) is tuple
 
 
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.lists(_cue_texts, max_size=6).map(tuple), min_size=1, max_size=6),
+       st.sets(_cue_texts), st.binary(max_size=3))  # fmt: skip
+def test_compiled_unpacked_cues_read_what_the_python_ones_read(
+    rows: list[tuple[str, ...]], held: set[str], before: bytes
+) -> None:
+    """Differential: ``_textc.unpacked_cues`` reads each packed row, at its place in one buffer
+    after some other bytes, as the very tuple :func:`recordtable._py_unpacked_cues` reads
+    (coded cues, text cues with empty ones and non-ASCII ones, a row of codes alone)."""
+    compiled = recordtable._textc
+    if compiled is None:
+        pytest.skip("the text extension is not built")
+    codes: dict[str, int] = {}
+    names: list[str] = []
+    buffer = bytearray(before)
+    spans = []
+    for cues in rows:
+        row = recordtable._python_packed_cues(cues, held, codes, names)
+        if isinstance(row, bytes):
+            spans.append((len(buffer), len(buffer) + len(row)))
+            buffer += row
+    for start, stop in spans:
+        got = compiled.unpacked_cues(buffer, start, stop, names)
+        assert got == recordtable._py_unpacked_cues(buffer, start, stop, names)
+        assert type(got) is tuple and all(type(cue) is str for cue in got)
+
+
+def test_compiled_unpacked_cues_refuse_what_is_no_packed_row() -> None:
+    """A span outside the buffer or too short for its codes is a ValueError, a code past the
+    names an IndexError, and text that is not UTF-8 the decoder's error (not a crash)."""
+    compiled = recordtable._textc
+    if compiled is None:
+        pytest.skip("the text extension is not built")
+    row = recordtable._python_packed_cues(("a", "b", "x"), {"a", "b"}, {}, names := [])
+    assert isinstance(row, bytes) and compiled.unpacked_cues(row, 0, len(row), names) == (
+        "a", "b", "x",
+    )  # fmt: skip
+    for start, stop in ((0, len(row) + 1), (-1, 2), (2, 2), (0, 3)):
+        with pytest.raises(ValueError):
+            compiled.unpacked_cues(row, start, stop, names)
+    with pytest.raises(IndexError):
+        compiled.unpacked_cues(row, 0, len(row), names[:1])
+    with pytest.raises(UnicodeDecodeError):
+        compiled.unpacked_cues(b"\x00\xff", 0, 2, [])
+
+
 class _Held(set[str]):
     """A container answering through Python code, as the index's held cues may."""
 
