@@ -69,7 +69,7 @@ __all__ = [
     "words",
 ]
 
-_TEXTC_ABI = 18  # the functions and arguments _textc.c implements (its ABI_VERSION)
+_TEXTC_ABI = 19  # the functions and arguments _textc.c implements (its ABI_VERSION)
 
 
 def _load_textc() -> Any:

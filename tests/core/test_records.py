@@ -329,3 +329,5 @@ def test_the_compiled_build_takes_the_usual_item_and_leaves_the_rest() -> None:
             assert _textc.new_record({**usual, **odd}, layout) is None, odd
         with pytest.raises(TypeError):
             _textc.new_record(usual, layout[:-1])
+        with pytest.raises(TypeError):  # a template without every field
+            _textc.new_record(usual, (*layout[:-1], {"content": None}))
