@@ -39,6 +39,9 @@
  *   screen_table(keys), screen(text, table)   redact._triggered_rules: the secret rules of
  *                                      which a trigger occurs in ASCII text
  *   new_record(item, layout)          core.CueMap._build of the usual add_many item
+ *   plainly_clean(records, held, clean_keys, scalars, metadata_clean)
+ *                                      redact._py_plainly_clean_records: which records of a
+ *                                      batch redaction returns as they are
  *
  * Every index is checked against its buffer's length; buffers are sized from the input.
  */
@@ -5517,6 +5520,94 @@ static int add_new_record(PyObject *m) {
     return PyModule_AddFunctions(m, defs);
 }
 
+/* ---- ing35: a bulk batch's plainly clean records (redact._py_plainly_clean_records) ------ */
+
+/* Whether ``metadata`` (a non-empty dict) is one redact._plainly_clean passes at once: an
+ * exact dict of exact str keys in ``clean_keys`` to values whose type is in ``scalars``
+ * (bool, int, None: no screen, no finiteness check); 0 for any other (the caller asks the
+ * Python function), -1 on error. No Python code runs (str keys, types compared by identity). */
+static int pc_plain_metadata(PyObject *metadata, PyObject *clean_keys, PyObject *scalars) {
+    PyObject *key, *value;
+    Py_ssize_t at = 0;
+    if (!PyDict_CheckExact(metadata)) return 0;
+    while (PyDict_Next(metadata, &at, &key, &value)) {
+        if (!PyUnicode_CheckExact(key)) return 0;
+        int clean = PySet_Contains(clean_keys, key);
+        if (clean <= 0) return clean;
+        int scalar = 0;
+        for (Py_ssize_t i = 0; !scalar && i < PyTuple_GET_SIZE(scalars); i++)
+            scalar = (PyObject *)Py_TYPE(value) == PyTuple_GET_ITEM(scalars, i);
+        if (!scalar) return 0;
+    }
+    return 1;
+}
+
+/* redact._py_plainly_clean_records' answer for one record (``secret``: its content's screen
+ * said it may hold one): 1, 0, or -1 with an error. The same reads in the same order, each
+ * condition only when the ones before it hold. */
+static int pc_record(PyObject *record, PyObject *secret, PyObject *const *args,
+                     PyObject *const *names) {
+    PyObject *value = PyObject_GetAttr(record, names[0]); /* cue_origin */
+    PyObject *same = value == NULL ? NULL : PyObject_RichCompare(value, names[3], Py_EQ);
+    int ok = same == NULL ? -1 : PyObject_IsTrue(same); /* ==, no identity shortcut */
+    Py_XDECREF(same);
+    Py_XDECREF(value);
+    if (ok <= 0) return ok;
+    if ((value = PyObject_GetAttr(record, names[1])) == NULL) return -1; /* tags */
+    ok = PyObject_Not(value);
+    Py_DECREF(value);
+    if (ok <= 0) return ok;
+    if ((ok = PyObject_Not(secret)) <= 0) return ok;
+    if ((value = PyObject_GetAttr(record, names[2])) == NULL) return -1; /* metadata */
+    ok = PyObject_Not(value);
+    if (ok == 0 && (ok = pc_plain_metadata(value, args[2], args[3])) == 0) {
+        PyObject *clean = PyObject_CallOneArg(args[4], value);
+        ok = clean == NULL ? -1 : PyObject_IsTrue(clean);
+        Py_XDECREF(clean);
+    }
+    Py_DECREF(value);
+    return ok;
+}
+
+/* plainly_clean(records, held, clean_keys, scalars, metadata_clean):
+ * redact._py_plainly_clean_records(records, held), the list of each record's answer:
+ * ``cue_origin == "derived" and not tags and not held[i] and (not metadata or
+ * metadata_clean(metadata))``, the metadata of a bench memory ({"i": n}) found clean here
+ * (see pc_plain_metadata), any other asking ``metadata_clean`` (redact._plainly_clean). */
+static PyObject *textc_plainly_clean(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    static PyObject *names[4];
+    if (names[0] == NULL) {
+        const char *text[4] = {"cue_origin", "tags", "metadata", "derived"};
+        for (int i = 0; i < 4; i++)
+            if ((names[i] = PyUnicode_InternFromString(text[i])) == NULL) return NULL;
+    }
+    if (nargs != 5 || !PyList_CheckExact(args[0]) || !PyList_CheckExact(args[1]) ||
+        PyList_GET_SIZE(args[0]) != PyList_GET_SIZE(args[1]) || !PyAnySet_Check(args[2]) ||
+        !PyTuple_CheckExact(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "plainly_clean(records: list, held: list of the same "
+                                         "length, clean_keys: set, scalars: tuple, metadata_clean)");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(args[0]);
+    PyObject *out = PyList_New(n);
+    for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
+        if (i >= PyList_GET_SIZE(args[0]) || i >= PyList_GET_SIZE(args[1])) {
+            PyErr_SetString(PyExc_RuntimeError, "plainly_clean: a list changed size");
+            Py_CLEAR(out);
+            break;
+        }
+        /* an item is held while Python code (an __eq__, metadata_clean) runs */
+        PyObject *record = Py_NewRef(PyList_GET_ITEM(args[0], i));
+        PyObject *secret = Py_NewRef(PyList_GET_ITEM(args[1], i));
+        int ok = pc_record(record, secret, args, names);
+        Py_DECREF(record);
+        Py_DECREF(secret);
+        if (ok < 0) Py_CLEAR(out);
+        else PyList_SET_ITEM(out, i, Py_NewRef(ok ? Py_True : Py_False));
+    }
+    return out;
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* A rehashed table's slots: keytables._place                                                */
 /* ---------------------------------------------------------------------------------------- */
@@ -5623,6 +5714,8 @@ static PyMethodDef methods[] = {
     {"alone", textc_alone, METH_O, "ranking._py_alone."},
     {"shared_positions", textc_shared_positions, METH_O, "ranking._py_shared_positions."},
     {"place", textc_place, METH_VARARGS, "keytables._place."},
+    {"plainly_clean", (PyCFunction)(void (*)(void))textc_plainly_clean, METH_FASTCALL,
+     "redact._py_plainly_clean_records."},
     {NULL, NULL, 0, NULL},
 };
 
