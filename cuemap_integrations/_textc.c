@@ -42,6 +42,9 @@
  *   plainly_clean(records, held, clean_keys, scalars, metadata_clean)
  *                                      redact._py_plainly_clean_records: which records of a
  *                                      batch redaction returns as they are
+ *   index_cues_of(records, keys, derived, terms, keys_type, expand)
+ *                                      textkeys.TextMemo._py_index_cues_of: a batch's index
+ *                                      cues, the derived ones as they are
  *
  * Every index is checked against its buffer's length; buffers are sized from the input.
  */
@@ -5608,6 +5611,82 @@ static PyObject *textc_plainly_clean(PyObject *self, PyObject *const *args, Py_s
     return out;
 }
 
+/* ---- ing35: a bulk batch's index cues (textkeys.TextMemo._py_index_cues_of) ------------- */
+
+/* Whether ``record``'s cues (in *cues, a new reference, once read) are its own derived ones,
+ * to be indexed as they are (1), or must be expanded (0); -1 on error. In the Python's order:
+ * its key's aliases are empty, its cues are the very object the memo derived from its content
+ * (None if it derived none), and ``terms.isdisjoint(cues)``. */
+static int ic_own(PyObject *record, PyObject *key, PyObject *const *args, PyObject *const *names,
+                  PyObject **cues) {
+    PyObject *aliases = Py_IS_TYPE(key, (PyTypeObject *)args[4]) && PyTuple_GET_SIZE(key) > 1
+                            ? Py_NewRef(PyTuple_GET_ITEM(key, 1)) /* TextKeys.aliases */
+                            : PyObject_GetAttr(key, names[0]);
+    int ok = aliases == NULL ? -1 : PyObject_Not(aliases);
+    Py_XDECREF(aliases);
+    if (ok <= 0) return ok;
+    if ((*cues = PyObject_GetAttr(record, names[1])) == NULL) return -1;
+    PyObject *content = PyObject_GetAttr(record, names[2]);
+    PyObject *derived = content == NULL ? NULL : PyDict_GetItemWithError(args[2], content);
+    Py_XDECREF(content);
+    if (derived == NULL && PyErr_Occurred()) return -1;
+    if (*cues != (derived == NULL ? Py_None : derived)) return 0;
+    if (!PyTuple_CheckExact(*cues)) { /* (not the memo's tuples): the method itself */
+        PyObject *disjoint = PyObject_CallMethod(args[3], "isdisjoint", "O", *cues);
+        ok = disjoint == NULL ? -1 : PyObject_IsTrue(disjoint);
+        Py_XDECREF(disjoint);
+        return ok;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(*cues); i++) { /* terms.isdisjoint(cues) */
+        int held = PySet_Contains(args[3], PyTuple_GET_ITEM(*cues, i));
+        if (held != 0) return held < 0 ? -1 : 0;
+    }
+    return 1;
+}
+
+/* index_cues_of(records, keys, derived, terms, keys_type, expand): textkeys.TextMemo.
+ * _py_index_cues_of's list: each record's own cues where ic_own says so, else
+ * ``expand(record, key)`` (index_cues with the store's aliases). ``derived``: the memo's dict
+ * of derived cues; ``terms``: the alias table's terms; ``keys_type``: TextKeys. */
+static PyObject *textc_index_cues_of(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    static PyObject *names[3];
+    if (names[0] == NULL) {
+        const char *text[3] = {"aliases", "cues", "content"};
+        for (int i = 0; i < 3; i++)
+            if ((names[i] = PyUnicode_InternFromString(text[i])) == NULL) return NULL;
+    }
+    if (nargs != 6 || !PyList_CheckExact(args[0]) || !PyList_CheckExact(args[1]) ||
+        PyList_GET_SIZE(args[0]) != PyList_GET_SIZE(args[1]) || !PyDict_CheckExact(args[2]) ||
+        !PyAnySet_Check(args[3]) || !PyType_Check(args[4])) {
+        PyErr_SetString(PyExc_TypeError, "index_cues_of(records: list, keys: list of the same "
+                                         "length, derived: dict, terms: set, keys_type, expand)");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(args[0]);
+    PyObject *out = PyList_New(n);
+    for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
+        if (i >= PyList_GET_SIZE(args[0]) || i >= PyList_GET_SIZE(args[1])) {
+            PyErr_SetString(PyExc_RuntimeError, "index_cues_of: a list changed size");
+            Py_CLEAR(out);
+            break;
+        }
+        /* each held while Python code (an attribute, a hash, expand) runs */
+        PyObject *record = Py_NewRef(PyList_GET_ITEM(args[0], i));
+        PyObject *key = Py_NewRef(PyList_GET_ITEM(args[1], i));
+        PyObject *cues = NULL;
+        int own = ic_own(record, key, args, names, &cues);
+        if (own <= 0) {
+            Py_CLEAR(cues);
+            if (own == 0) cues = PyObject_CallFunctionObjArgs(args[5], record, key, NULL);
+        }
+        Py_DECREF(record);
+        Py_DECREF(key);
+        if (cues == NULL) Py_CLEAR(out);
+        else PyList_SET_ITEM(out, i, cues);
+    }
+    return out;
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* A rehashed table's slots: keytables._place                                                */
 /* ---------------------------------------------------------------------------------------- */
@@ -5716,6 +5795,8 @@ static PyMethodDef methods[] = {
     {"place", textc_place, METH_VARARGS, "keytables._place."},
     {"plainly_clean", (PyCFunction)(void (*)(void))textc_plainly_clean, METH_FASTCALL,
      "redact._py_plainly_clean_records."},
+    {"index_cues_of", (PyCFunction)(void (*)(void))textc_index_cues_of, METH_FASTCALL,
+     "textkeys.TextMemo._py_index_cues_of."},
     {NULL, NULL, 0, NULL},
 };
 
