@@ -3264,6 +3264,53 @@ static PyObject *textc_ids_place(PyObject *self, PyObject *args) {
  * float metadata, a datetime not in timezone.utc, a record without its fields in __dict__)
  * goes to the Python functions passed in, so every row is exactly store.record_to_row's. */
 
+/* The order of the keys of the records' __dict__s a batch reads by a tuple of ``names``: each
+ * key (borrowed from names) and its position in names, learned from a dict holding names'
+ * own strings and nothing else; a dict holding them in that order is then read in one pass
+ * (dict_order_read), where a lookup of each name was ~150 instructions. */
+#define DICT_ORDER_MAX 32
+typedef struct {
+    PyObject *names; /* the tuple learned for (a strong reference), NULL before */
+    PyObject *order[DICT_ORDER_MAX];
+    signed char index_of[DICT_ORDER_MAX];
+    int learned;
+} DictOrder;
+
+/* Learn o's order for ``names`` from ``values`` (o->learned: whether it fits). */
+static void dict_order_learn(DictOrder *o, PyObject *names, PyObject *values) {
+    PyObject *key, *value;
+    Py_ssize_t at = 0, count = PyTuple_GET_SIZE(names);
+    uint32_t seen = 0;
+    Py_XSETREF(o->names, Py_NewRef(names));
+    o->learned = 0;
+    if (count > DICT_ORDER_MAX || PyDict_GET_SIZE(values) != count) return;
+    for (int p = 0; PyDict_Next(values, &at, &key, &value); p++) {
+        int index = 0;
+        while (index < count && PyTuple_GET_ITEM(names, index) != key) index++;
+        if (index == count || seen >> index & 1) return;
+        seen |= (uint32_t)1 << index;
+        o->order[p] = key;
+        o->index_of[p] = (signed char)index;
+    }
+    o->learned = 1;
+}
+
+/* Whether ``values`` holds o's keys in o's order, its values then in ``fields`` (borrowed, by
+ * position in names); a dict in another order is learned for the next ones. */
+static int dict_order_read(DictOrder *o, PyObject *names, PyObject *values, PyObject **fields) {
+    PyObject *key, *value;
+    Py_ssize_t at = 0;
+    if (o->names != names) dict_order_learn(o, names, values);
+    if (o->learned && PyDict_GET_SIZE(values) == PyTuple_GET_SIZE(names)) {
+        int p = 0;
+        while (PyDict_Next(values, &at, &key, &value) && key == o->order[p])
+            fields[o->index_of[p++]] = value;
+        if (p == PyTuple_GET_SIZE(names)) return 1;
+    }
+    dict_order_learn(o, names, values);
+    return 0;
+}
+
 /* How a column's parameter is made from the record's field (store._COLUMNS order). */
 enum { AS_IS, JSON_LIST, ENUM_VALUE, ISO, UPDATED, ISO_OR_EMPTY, OR_EMPTY, METADATA };
 static const char ROW_COLUMNS[] = {
@@ -3273,16 +3320,13 @@ static const char ROW_COLUMNS[] = {
 };
 #define ROW_SIZE ((Py_ssize_t)sizeof(ROW_COLUMNS))
 
-/* The strings one record_rows call shares, and the Python functions it falls back on; the
- * keys of the first record's __dict__ in their order (the columns' own strings, borrowed from
- * ``fields``) and the column of each, when that dict holds the columns and nothing else. */
+/* The strings one record_rows call shares, the Python functions it falls back on, and the
+ * order of its records' __dict__s (their fields by column). */
 typedef struct {
     PyObject *fields, *row_of, *strings_json, *metadata_json;
     PyObject *empty, *value_name, *iso_name, *no_list, *no_dict, *null_text, *true_text,
         *false_text;
-    PyObject *order[ROW_SIZE];
-    signed char column_of[ROW_SIZE];
-    int ordered; /* 1: order learned; -1: the first dict was not the columns alone; 0: not yet */
+    DictOrder order;
 } RowMaker;
 
 /* Whether json.encoder.encode_basestring writes ``s`` as it is between quotes: it escapes
@@ -3516,45 +3560,12 @@ static PyObject *row_value(const RowMaker *m, Py_ssize_t at, PyObject **fields, 
 /* The columns in the order store.record_to_row evaluates them (its errors come first). */
 static const char ROW_ORDER[] = {7, 8, 0, 1, 2, 3, 4, 5, 6, 9, 10, 11, 12, 13, 14, 15, 16, 17};
 
-/* Learn m's order from ``values``, the first record's __dict__ (see RowMaker). */
-static void learn_order(RowMaker *m, PyObject *values) {
-    PyObject *key, *value;
-    Py_ssize_t at = 0;
-    uint32_t seen = 0;
-    m->ordered = -1;
-    if (PyDict_GET_SIZE(values) != ROW_SIZE) return;
-    for (int p = 0; PyDict_Next(values, &at, &key, &value); p++) {
-        int column = 0;
-        while (column < ROW_SIZE && PyTuple_GET_ITEM(m->fields, column) != key) column++;
-        if (column == ROW_SIZE || seen >> column & 1) return;
-        seen |= (uint32_t)1 << column;
-        m->order[p] = key;
-        m->column_of[p] = (signed char)column;
-    }
-    m->ordered = 1;
-}
-
-/* Whether ``values`` holds m's order of keys (see RowMaker), its values then in ``fields``
- * (borrowed, by column): one pass over the dict, where a lookup of each column's name was
- * ~2,200 instructions a row. */
-static int fields_in_order(const RowMaker *m, PyObject *values, PyObject **fields) {
-    PyObject *key, *value;
-    Py_ssize_t at = 0;
-    if (m->ordered <= 0 || PyDict_GET_SIZE(values) != ROW_SIZE) return 0;
-    for (int p = 0; PyDict_Next(values, &at, &key, &value); p++) {
-        if (key != m->order[p]) return 0;
-        fields[m->column_of[p]] = value;
-    }
-    return 1;
-}
-
 /* The row of ``record`` from its ``values`` (its __dict__), or NULL with an error; ``row_of``
  * for a record without all its fields there (a subclass's own attributes, a broken record). */
 static PyObject *row_of_values(RowMaker *m, PyObject *record, PyObject *values) {
     PyObject *fields[ROW_SIZE], *row = NULL;
     Py_ssize_t held = 0;
-    if (m->ordered == 0) learn_order(m, values);
-    if (fields_in_order(m, values, fields))
+    if (dict_order_read(&m->order, m->fields, values, fields))
         for (; held < ROW_SIZE; held++) Py_INCREF(fields[held]); /* as below */
     for (; held < ROW_SIZE; held++) {
         fields[held] = PyDict_GetItemWithError(values, PyTuple_GET_ITEM(m->fields, held));
@@ -3638,6 +3649,7 @@ done:
     Py_XDECREF(m.iso_name);
     Py_XDECREF(m.no_list);
     Py_XDECREF(m.no_dict);
+    Py_XDECREF(m.order.names);
     return rows;
 }
 
@@ -3975,6 +3987,9 @@ static PyObject *textc_packed_row(PyObject *self, PyObject *const *args, Py_ssiz
         PyErr_Clear();
         return PyObject_CallFunctionObjArgs(reference, record, codes, kinds, room, NULL);
     }
+    static DictOrder order; /* (a bulk batch's rows come one call each) */
+    if (dict_order_read(&order, names, values, fields))
+        for (; held < count; held++) Py_INCREF(fields[held]); /* as below */
     for (; held < count; held++) {
         fields[held] = PyDict_GetItemWithError(values, PyTuple_GET_ITEM(names, held));
         if (fields[held] == NULL) break;
