@@ -380,7 +380,7 @@ class CueMap:
         else:
             keys = memo.keys_of(contents)
             cues = memo.index_cues_of(records, keys)
-            content_keys = memo.content_keys_of(records)
+            content_keys = memo.content_keys_of(records, keys)
         table = self._records
         # the rows first: the index shares their interned cues (see _index_each)
         held, waiting = index.waiting_cues()

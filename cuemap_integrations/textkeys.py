@@ -148,10 +148,19 @@ class TextMemo:
             for record, key in zip(records, keys, strict=True)
         ]  # fmt: skip
 
-    def content_keys_of(self, records: Sequence[MemoryRecord]) -> list[ContentKey]:
+    def content_keys_of(
+        self, records: Sequence[MemoryRecord], keys: Sequence[TextKeys] | None = None
+    ) -> list[ContentKey]:
         """:meth:`content_key` of each record (a bulk batch's: those planning asked for found
         in one C-level pass, the others, all of a batch that planning found plainly new,
-        digested in one comprehension: :func:`~cuemap_integrations.lifecycle.content_digests`)."""
+        digested in one call: :func:`~cuemap_integrations.lifecycle.content_digests`);
+        ``keys``: the records' text keys, if the caller has them. When planning asked none
+        (a plainly new batch), every record's key is digested at once, without the pairs'
+        lookups and their keeping (their tuples hashed three times: ~2,500 instructions a
+        bench memory); a later :meth:`content_key` digests again, to the same key."""
+        if not self._content_keys:
+            keys = self.keys_of([r.content for r in records]) if keys is None else keys
+            return content_digests([r.namespace for r in records], [k.normalized for k in keys])
         pairs = [(r.namespace, r.content) for r in records]
         found = list(map(self._content_keys.get, pairs))
         if None in found:
