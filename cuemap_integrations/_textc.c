@@ -47,6 +47,8 @@
  *                                      cues, the derived ones as they are
  *   content_digests(namespaces, texts, reference)   lifecycle._py_content_digests: each
  *                                      pair's BLAKE2b-128 digest (any str)
+ *   turns(records, event, keys, thread_of)   threads._py_turns: which records of a batch
+ *                                      are transcript turns
  *
  * Every index is checked against its buffer's length; buffers are sized from the input.
  */
@@ -5649,7 +5651,10 @@ static int ic_own(PyObject *record, PyObject *key, PyObject *const *args, PyObje
     if (derived == NULL && PyErr_Occurred()) return -1;
     if (*cues != (derived == NULL ? Py_None : derived)) return 0;
     if (!PyTuple_CheckExact(*cues)) { /* (not the memo's tuples): the method itself */
-        PyObject *disjoint = PyObject_CallMethod(args[3], "isdisjoint", "O", *cues);
+        PyObject *name = PyUnicode_InternFromString("isdisjoint"); /* (not CallMethod's "O":
+                                                                    it unpacks a tuple) */
+        PyObject *disjoint = name == NULL ? NULL : PyObject_CallMethodOneArg(args[3], name, *cues);
+        Py_XDECREF(name);
         ok = disjoint == NULL ? -1 : PyObject_IsTrue(disjoint);
         Py_XDECREF(disjoint);
         return ok;
@@ -5887,6 +5892,67 @@ static PyObject *textc_content_digests(PyObject *self, PyObject *const *args, Py
     return out;
 }
 
+/* ---- ing35: which records of a batch are transcript turns (threads._py_turns) ---------- */
+
+/* threads._py_turns' answer for one record: 1, 0, or -1 with an error. */
+static int turn_of(PyObject *record, PyObject *const *args, PyObject *const *names) {
+    PyObject *kind = PyObject_GetAttr(record, names[0]); /* type */
+    if (kind == NULL) return -1;
+    Py_DECREF(kind); /* (compared by identity only) */
+    if (kind != args[1]) return 0;
+    PyObject *metadata = PyObject_GetAttr(record, names[1]);
+    if (metadata == NULL) return -1;
+    int found = 0;
+    if (PyDict_CheckExact(metadata)) { /* keys().isdisjoint(keys): each key looked up in turn */
+        for (Py_ssize_t i = 0; !found && i < PyTuple_GET_SIZE(args[2]); i++)
+            found = PyDict_Contains(metadata, PyTuple_GET_ITEM(args[2], i));
+    } else { /* another mapping: its own keys() */
+        PyObject *view = PyObject_CallMethod(metadata, "keys", NULL);
+        PyObject *name = view == NULL ? NULL : PyUnicode_InternFromString("isdisjoint");
+        PyObject *disjoint = name == NULL ? NULL : PyObject_CallMethodOneArg(view, name, args[2]);
+        Py_XDECREF(name);
+        found = disjoint == NULL ? -1 : PyObject_Not(disjoint);
+        Py_XDECREF(disjoint);
+        Py_XDECREF(view);
+    }
+    Py_DECREF(metadata);
+    if (found <= 0) return found;
+    PyObject *thread = PyObject_CallOneArg(args[3], record);
+    if (thread == NULL) return -1;
+    Py_DECREF(thread);
+    return thread != Py_None;
+}
+
+/* turns(records, event, keys, thread_of): threads._py_turns(records), the list of each
+ * record's ``type is event and not metadata.keys().isdisjoint(keys) and thread_of(record) is
+ * not None`` (``keys``: threads._THREAD_KEYS), without a comprehension step, a keys view and
+ * a method call per record (bulk ingest asks it of every memory). */
+static PyObject *textc_turns(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    static PyObject *names[2];
+    if (names[0] == NULL && ((names[0] = PyUnicode_InternFromString("type")) == NULL ||
+                             (names[1] = PyUnicode_InternFromString("metadata")) == NULL))
+        return NULL;
+    if (nargs != 4 || !PyList_CheckExact(args[0]) || !PyTuple_CheckExact(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "turns(records: list, event, keys: tuple, thread_of)");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(args[0]);
+    PyObject *out = PyList_New(n);
+    for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
+        if (i >= PyList_GET_SIZE(args[0])) {
+            PyErr_SetString(PyExc_RuntimeError, "turns: the list changed size");
+            Py_CLEAR(out);
+            break;
+        }
+        PyObject *record = Py_NewRef(PyList_GET_ITEM(args[0], i)); /* held while Python runs */
+        int turn = turn_of(record, args, names);
+        Py_DECREF(record);
+        if (turn < 0) Py_CLEAR(out);
+        else PyList_SET_ITEM(out, i, Py_NewRef(turn ? Py_True : Py_False));
+    }
+    return out;
+}
+
 /* ---------------------------------------------------------------------------------------- */
 /* A rehashed table's slots: keytables._place                                                */
 /* ---------------------------------------------------------------------------------------- */
@@ -5999,6 +6065,7 @@ static PyMethodDef methods[] = {
      "textkeys.TextMemo._py_index_cues_of."},
     {"content_digests", (PyCFunction)(void (*)(void))textc_content_digests, METH_FASTCALL,
      "lifecycle._py_content_digests."},
+    {"turns", (PyCFunction)(void (*)(void))textc_turns, METH_FASTCALL, "threads._py_turns."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -37,6 +37,10 @@ _CONTENTS = [
 ]  # fmt: skip
 
 
+class _Cues(tuple):  # type: ignore[type-arg]
+    """Derived cues of a tuple subclass."""
+
+
 class _Keys:
     """Text keys that are not a TextKeys: read by attribute."""
 
@@ -51,7 +55,9 @@ def _rows(draw: st.DrawFn, memo: TextMemo) -> tuple[MemoryRecord, Any]:
     derived = memo.derived_cues(content) if draw(st.booleans()) else None
     keys = memo.keys(content)
     if derived is not None and draw(st.booleans()):  # derived cues holding an alias term
-        derived = memo._derived[content] = (*derived, draw(st.sampled_from(["db", "修复"])))
+        planted = (*derived, draw(st.sampled_from(["db", "修复", "painting"])))
+        # a tuple subclass: the set's own isdisjoint (the C code reads exact tuples itself)
+        derived = memo._derived[content] = _Cues(planted) if draw(st.booleans()) else planted
     cues = draw(
         st.sampled_from([derived, tuple(derived or ()), ("db", "down"), ("painting",), (), None])
     )
