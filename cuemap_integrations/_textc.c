@@ -5387,14 +5387,57 @@ static int nb_flat(PyObject *value) {
 /* The item's options (borrowed; NULL when absent, or None where None means absent to _build:
  * not for content, namespace and type) if every key is allowed; -1 when one is not (the
  * general path names it), -1 with an error on failure. */
+/* Whether every option name of ``names`` is in ``allowed``: 1, 0, or -1 with an error
+ * (remembered for the last frozenset asked, which cannot change). */
+static int nb_names_allowed(PyObject *names, PyObject *allowed) {
+    static PyObject *last_names, *last_allowed;
+    static int last;
+    if (names == last_names && allowed == last_allowed) return last;
+    int ok = 1;
+    for (Py_ssize_t i = 0; ok == 1 && i < PyTuple_GET_SIZE(names); i++)
+        ok = PySet_Contains(allowed, PyTuple_GET_ITEM(names, i));
+    if (ok >= 0 && PyFrozenSet_CheckExact(allowed) && PyTuple_CheckExact(names)) {
+        Py_XSETREF(last_names, Py_NewRef(names));
+        Py_XSETREF(last_allowed, Py_NewRef(allowed));
+        last = ok;
+    }
+    return ok;
+}
+
+/* nb_options for an item whose every key is one of the option names themselves (an item's
+ * literal keys), all of them allowed: one pass over the item, where a lookup of each option
+ * and a set test of each key were ~2,200 instructions a bench item. 1 when it is such an
+ * item (``got`` filled, None not yet read as absent), 0 if not, -1 on error. */
+static int nb_named_options(PyObject *item, PyObject *names, PyObject *allowed, PyObject **got) {
+    PyObject *key, *value;
+    Py_ssize_t at = 0;
+    int ok = nb_names_allowed(names, allowed);
+    if (ok <= 0) return ok;
+    for (int i = 0; i < NO_SIZE; i++) got[i] = NULL;
+    while (PyDict_Next(item, &at, &key, &value)) {
+        int i = 0;
+        while (i < NO_SIZE && PyTuple_GET_ITEM(names, i) != key) i++;
+        if (i == NO_SIZE) return 0;
+        got[i] = value;
+    }
+    return 1;
+}
+
 static int nb_options(PyObject *item, PyObject *layout, PyObject **got) {
     PyObject *allowed = PyTuple_GET_ITEM(layout, NB_ALLOWED), *key, *value;
+    PyObject *names = PyTuple_GET_ITEM(layout, NB_OPTIONS);
     Py_ssize_t at = 0;
+    int named = nb_named_options(item, names, allowed, got);
+    if (named < 0) return -1;
+    for (int i = 0; named && i < NO_SIZE; i++) {
+        int none_is_absent = i != NO_CONTENT && i != NO_NAMESPACE && i != NO_TYPE;
+        if (got[i] == Py_None && none_is_absent) got[i] = NULL;
+    }
+    if (named) return 0;
     while (PyDict_Next(item, &at, &key, &value)) {
         int known = PySet_Contains(allowed, key);
         if (known <= 0) return -1;
     }
-    PyObject *names = PyTuple_GET_ITEM(layout, NB_OPTIONS);
     for (int i = 0; i < NO_SIZE; i++) {
         PyObject *v = PyDict_GetItemWithError(item, PyTuple_GET_ITEM(names, i));
         if (v == NULL && PyErr_Occurred()) return -1;
