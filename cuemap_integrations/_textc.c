@@ -5585,6 +5585,49 @@ static int add_new_record(PyObject *m) {
     return PyModule_AddFunctions(m, defs);
 }
 
+/* ---- ing35: a batch's records, each answered in C (the functions below) ---------------- */
+
+/* names[i] = the interned text[i], once (a function's attribute names): 0, or -1 with an error. */
+static int interned_once(PyObject **names, const char *const *text, int count) {
+    for (int i = 0; names[count - 1] == NULL && i < count; i++)
+        if (names[i] == NULL && (names[i] = PyUnicode_InternFromString(text[i])) == NULL)
+            return -1;
+    return 0;
+}
+
+/* What a batch function answers for one record (a, its item of the second list b): a new
+ * reference, or NULL with an error. */
+typedef PyObject *(*PairAnswer)(PyObject *a, PyObject *b, PyObject *const *args,
+                                PyObject *const *names);
+
+/* The list of ``answer`` of each a[i], b[i] of the lists a and b (of one length: checked by
+ * the caller); each item is held while Python code (an attribute, an __eq__, a callback)
+ * runs, and a list that changes size meanwhile is an error. */
+static PyObject *answers_of(const char *name, PyObject *a, PyObject *b, PairAnswer answer,
+                            PyObject *const *args, PyObject *const *names) {
+    Py_ssize_t n = PyList_GET_SIZE(a);
+    PyObject *out = PyList_New(n);
+    for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
+        if (i >= PyList_GET_SIZE(a) || i >= PyList_GET_SIZE(b)) {
+            PyErr_Format(PyExc_RuntimeError, "%s: a list changed size", name);
+            Py_CLEAR(out);
+            break;
+        }
+        PyObject *x = Py_NewRef(PyList_GET_ITEM(a, i)), *y = Py_NewRef(PyList_GET_ITEM(b, i));
+        PyObject *value = answer(x, y, args, names);
+        Py_DECREF(x);
+        Py_DECREF(y);
+        if (value == NULL) Py_CLEAR(out);
+        else PyList_SET_ITEM(out, i, value);
+    }
+    return out;
+}
+
+/* A bool answer (1 or 0) as a new reference; NULL for -1 (an error). */
+static PyObject *bool_answer(int answer) {
+    return answer < 0 ? NULL : Py_NewRef(answer ? Py_True : Py_False);
+}
+
 /* ---- ing35: a bulk batch's plainly clean records (redact._py_plainly_clean_records) ------ */
 
 /* Whether ``metadata`` (a non-empty dict) is one redact._plainly_clean passes at once: an
@@ -5610,8 +5653,8 @@ static int pc_plain_metadata(PyObject *metadata, PyObject *clean_keys, PyObject 
 /* redact._py_plainly_clean_records' answer for one record (``secret``: its content's screen
  * said it may hold one): 1, 0, or -1 with an error. The same reads in the same order, each
  * condition only when the ones before it hold. */
-static int pc_record(PyObject *record, PyObject *secret, PyObject *const *args,
-                     PyObject *const *names) {
+static int pc_check(PyObject *record, PyObject *secret, PyObject *const *args,
+                    PyObject *const *names) {
     PyObject *value = PyObject_GetAttr(record, names[0]); /* cue_origin */
     PyObject *same = value == NULL ? NULL : PyObject_RichCompare(value, names[3], Py_EQ);
     int ok = same == NULL ? -1 : PyObject_IsTrue(same); /* ==, no identity shortcut */
@@ -5634,6 +5677,11 @@ static int pc_record(PyObject *record, PyObject *secret, PyObject *const *args,
     return ok;
 }
 
+static PyObject *pc_answer(PyObject *record, PyObject *secret, PyObject *const *args,
+                           PyObject *const *names) {
+    return bool_answer(pc_check(record, secret, args, names));
+}
+
 /* plainly_clean(records, held, clean_keys, scalars, metadata_clean):
  * redact._py_plainly_clean_records(records, held), the list of each record's answer:
  * ``cue_origin == "derived" and not tags and not held[i] and (not metadata or
@@ -5641,11 +5689,8 @@ static int pc_record(PyObject *record, PyObject *secret, PyObject *const *args,
  * (see pc_plain_metadata), any other asking ``metadata_clean`` (redact._plainly_clean). */
 static PyObject *textc_plainly_clean(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     static PyObject *names[4];
-    if (names[0] == NULL) {
-        const char *text[4] = {"cue_origin", "tags", "metadata", "derived"};
-        for (int i = 0; i < 4; i++)
-            if ((names[i] = PyUnicode_InternFromString(text[i])) == NULL) return NULL;
-    }
+    static const char *const text[4] = {"cue_origin", "tags", "metadata", "derived"};
+    if (interned_once(names, text, 4) < 0) return NULL;
     if (nargs != 5 || !PyList_CheckExact(args[0]) || !PyList_CheckExact(args[1]) ||
         PyList_GET_SIZE(args[0]) != PyList_GET_SIZE(args[1]) || !PyAnySet_Check(args[2]) ||
         !PyTuple_CheckExact(args[3])) {
@@ -5653,24 +5698,7 @@ static PyObject *textc_plainly_clean(PyObject *self, PyObject *const *args, Py_s
                                          "length, clean_keys: set, scalars: tuple, metadata_clean)");
         return NULL;
     }
-    Py_ssize_t n = PyList_GET_SIZE(args[0]);
-    PyObject *out = PyList_New(n);
-    for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
-        if (i >= PyList_GET_SIZE(args[0]) || i >= PyList_GET_SIZE(args[1])) {
-            PyErr_SetString(PyExc_RuntimeError, "plainly_clean: a list changed size");
-            Py_CLEAR(out);
-            break;
-        }
-        /* an item is held while Python code (an __eq__, metadata_clean) runs */
-        PyObject *record = Py_NewRef(PyList_GET_ITEM(args[0], i));
-        PyObject *secret = Py_NewRef(PyList_GET_ITEM(args[1], i));
-        int ok = pc_record(record, secret, args, names);
-        Py_DECREF(record);
-        Py_DECREF(secret);
-        if (ok < 0) Py_CLEAR(out);
-        else PyList_SET_ITEM(out, i, Py_NewRef(ok ? Py_True : Py_False));
-    }
-    return out;
+    return answers_of("plainly_clean", args[0], args[1], pc_answer, args, names);
 }
 
 /* ---- ing35: a bulk batch's index cues (textkeys.TextMemo._py_index_cues_of) ------------- */
@@ -5709,17 +5737,23 @@ static int ic_own(PyObject *record, PyObject *key, PyObject *const *args, PyObje
     return 1;
 }
 
+static PyObject *ic_answer(PyObject *record, PyObject *key, PyObject *const *args,
+                           PyObject *const *names) {
+    PyObject *cues = NULL;
+    int own = ic_own(record, key, args, names, &cues);
+    if (own > 0) return cues;
+    Py_XDECREF(cues);
+    return own < 0 ? NULL : PyObject_CallFunctionObjArgs(args[5], record, key, NULL);
+}
+
 /* index_cues_of(records, keys, derived, terms, keys_type, expand): textkeys.TextMemo.
  * _py_index_cues_of's list: each record's own cues where ic_own says so, else
  * ``expand(record, key)`` (index_cues with the store's aliases). ``derived``: the memo's dict
  * of derived cues; ``terms``: the alias table's terms; ``keys_type``: TextKeys. */
 static PyObject *textc_index_cues_of(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     static PyObject *names[3];
-    if (names[0] == NULL) {
-        const char *text[3] = {"aliases", "cues", "content"};
-        for (int i = 0; i < 3; i++)
-            if ((names[i] = PyUnicode_InternFromString(text[i])) == NULL) return NULL;
-    }
+    static const char *const text[3] = {"aliases", "cues", "content"};
+    if (interned_once(names, text, 3) < 0) return NULL;
     if (nargs != 6 || !PyList_CheckExact(args[0]) || !PyList_CheckExact(args[1]) ||
         PyList_GET_SIZE(args[0]) != PyList_GET_SIZE(args[1]) || !PyDict_CheckExact(args[2]) ||
         !PyAnySet_Check(args[3]) || !PyType_Check(args[4])) {
@@ -5727,29 +5761,7 @@ static PyObject *textc_index_cues_of(PyObject *self, PyObject *const *args, Py_s
                                          "length, derived: dict, terms: set, keys_type, expand)");
         return NULL;
     }
-    Py_ssize_t n = PyList_GET_SIZE(args[0]);
-    PyObject *out = PyList_New(n);
-    for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
-        if (i >= PyList_GET_SIZE(args[0]) || i >= PyList_GET_SIZE(args[1])) {
-            PyErr_SetString(PyExc_RuntimeError, "index_cues_of: a list changed size");
-            Py_CLEAR(out);
-            break;
-        }
-        /* each held while Python code (an attribute, a hash, expand) runs */
-        PyObject *record = Py_NewRef(PyList_GET_ITEM(args[0], i));
-        PyObject *key = Py_NewRef(PyList_GET_ITEM(args[1], i));
-        PyObject *cues = NULL;
-        int own = ic_own(record, key, args, names, &cues);
-        if (own <= 0) {
-            Py_CLEAR(cues);
-            if (own == 0) cues = PyObject_CallFunctionObjArgs(args[5], record, key, NULL);
-        }
-        Py_DECREF(record);
-        Py_DECREF(key);
-        if (cues == NULL) Py_CLEAR(out);
-        else PyList_SET_ITEM(out, i, cues);
-    }
-    return out;
+    return answers_of("index_cues_of", args[0], args[1], ic_answer, args, names);
 }
 
 /* ---- ing35: content digests (lifecycle._py_content_digests): BLAKE2b-128 (RFC 7693) ---- */
@@ -5758,7 +5770,8 @@ static const uint64_t B2_IV[8] = {
     0x6a09e667f3bcc908ULL, 0xbb67ae8584caa73bULL, 0x3c6ef372fe94f82bULL, 0xa54ff53a5f1d36f1ULL,
     0x510e527fade682d1ULL, 0x9b05688c2b3e6c1fULL, 0x1f83d9abfb41bd6bULL, 0x5be0cd19137e2179ULL,
 };
-static const uint8_t B2_SIGMA[12][16] = {
+/* the message schedule of rounds 0-9 (rounds 10 and 11 take rows 0 and 1 again) */
+static const uint8_t B2_SIGMA[10][16] = {
     {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
     {14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3},
     {11, 8, 12, 0, 5, 2, 15, 13, 10, 14, 3, 6, 7, 1, 9, 4},
@@ -5769,8 +5782,6 @@ static const uint8_t B2_SIGMA[12][16] = {
     {13, 11, 7, 14, 12, 1, 3, 9, 5, 0, 15, 4, 8, 6, 2, 10},
     {6, 15, 14, 9, 11, 3, 0, 8, 12, 2, 13, 7, 1, 4, 10, 5},
     {10, 2, 8, 4, 7, 6, 1, 5, 15, 11, 9, 14, 3, 12, 13, 0},
-    {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
-    {14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3},
 };
 
 /* A BLAKE2b state: the chain, the bytes compressed so far, the pending block. */
@@ -5820,14 +5831,14 @@ static void b2_compress(Blake2b *s, int last) {
      * the rounds loaded them from the table: twice hashlib's instructions) */
 #define B2_ROUND(r)                                                                              \
     do {                                                                                         \
-        B2_G(0, 4, 8, 12, m[B2_SIGMA[r][0]], m[B2_SIGMA[r][1]]);                                 \
-        B2_G(1, 5, 9, 13, m[B2_SIGMA[r][2]], m[B2_SIGMA[r][3]]);                                 \
-        B2_G(2, 6, 10, 14, m[B2_SIGMA[r][4]], m[B2_SIGMA[r][5]]);                                \
-        B2_G(3, 7, 11, 15, m[B2_SIGMA[r][6]], m[B2_SIGMA[r][7]]);                                \
-        B2_G(0, 5, 10, 15, m[B2_SIGMA[r][8]], m[B2_SIGMA[r][9]]);                                \
-        B2_G(1, 6, 11, 12, m[B2_SIGMA[r][10]], m[B2_SIGMA[r][11]]);                              \
-        B2_G(2, 7, 8, 13, m[B2_SIGMA[r][12]], m[B2_SIGMA[r][13]]);                               \
-        B2_G(3, 4, 9, 14, m[B2_SIGMA[r][14]], m[B2_SIGMA[r][15]]);                               \
+        B2_G(0, 4, 8, 12, m[B2_SIGMA[(r) % 10][0]], m[B2_SIGMA[(r) % 10][1]]);                                 \
+        B2_G(1, 5, 9, 13, m[B2_SIGMA[(r) % 10][2]], m[B2_SIGMA[(r) % 10][3]]);                                 \
+        B2_G(2, 6, 10, 14, m[B2_SIGMA[(r) % 10][4]], m[B2_SIGMA[(r) % 10][5]]);                                \
+        B2_G(3, 7, 11, 15, m[B2_SIGMA[(r) % 10][6]], m[B2_SIGMA[(r) % 10][7]]);                                \
+        B2_G(0, 5, 10, 15, m[B2_SIGMA[(r) % 10][8]], m[B2_SIGMA[(r) % 10][9]]);                                \
+        B2_G(1, 6, 11, 12, m[B2_SIGMA[(r) % 10][10]], m[B2_SIGMA[(r) % 10][11]]);                              \
+        B2_G(2, 7, 8, 13, m[B2_SIGMA[(r) % 10][12]], m[B2_SIGMA[(r) % 10][13]]);                               \
+        B2_G(3, 4, 9, 14, m[B2_SIGMA[(r) % 10][14]], m[B2_SIGMA[(r) % 10][15]]);                               \
     } while (0)
     B2_ROUND(0);
     B2_ROUND(1);
@@ -5966,34 +5977,24 @@ static int turn_of(PyObject *record, PyObject *const *args, PyObject *const *nam
     return thread != Py_None;
 }
 
+static PyObject *turn_answer(PyObject *record, PyObject *same, PyObject *const *args,
+                             PyObject *const *names) {
+    return bool_answer(turn_of(record, args, names));
+}
+
 /* turns(records, event, keys, thread_of): threads._py_turns(records), the list of each
  * record's ``type is event and not metadata.keys().isdisjoint(keys) and thread_of(record) is
  * not None`` (``keys``: threads._THREAD_KEYS), without a comprehension step, a keys view and
  * a method call per record (bulk ingest asks it of every memory). */
 static PyObject *textc_turns(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     static PyObject *names[2];
-    if (names[0] == NULL && ((names[0] = PyUnicode_InternFromString("type")) == NULL ||
-                             (names[1] = PyUnicode_InternFromString("metadata")) == NULL))
-        return NULL;
+    static const char *const text[2] = {"type", "metadata"};
+    if (interned_once(names, text, 2) < 0) return NULL;
     if (nargs != 4 || !PyList_CheckExact(args[0]) || !PyTuple_CheckExact(args[2])) {
         PyErr_SetString(PyExc_TypeError, "turns(records: list, event, keys: tuple, thread_of)");
         return NULL;
     }
-    Py_ssize_t n = PyList_GET_SIZE(args[0]);
-    PyObject *out = PyList_New(n);
-    for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
-        if (i >= PyList_GET_SIZE(args[0])) {
-            PyErr_SetString(PyExc_RuntimeError, "turns: the list changed size");
-            Py_CLEAR(out);
-            break;
-        }
-        PyObject *record = Py_NewRef(PyList_GET_ITEM(args[0], i)); /* held while Python runs */
-        int turn = turn_of(record, args, names);
-        Py_DECREF(record);
-        if (turn < 0) Py_CLEAR(out);
-        else PyList_SET_ITEM(out, i, Py_NewRef(turn ? Py_True : Py_False));
-    }
-    return out;
+    return answers_of("turns", args[0], args[0], turn_answer, args, names);
 }
 
 /* ---------------------------------------------------------------------------------------- */

@@ -550,7 +550,7 @@ class _CueColumn:
             or any(map(self._sizes.__getitem__, seqs))
             or (tuples and not tuples.keys().isdisjoint(seqs))
         ):
-            self._put_each(seqs, cues_of, held, waiting, waiting_of)
+            self._put_each(zip(seqs, cues_of, waiting_of, strict=True), held, waiting)
             return
         if waiting is None:
             packed = [pack(cues, held, codes, names, _CODES_MAX) for cues in cues_of]
@@ -567,14 +567,13 @@ class _CueColumn:
 
     def _put_each(
         self,
-        seqs: Sequence[int],
-        cues_of: Sequence[tuple[str, ...]],
+        rows: Iterable[tuple[int, tuple[str, ...], Iterable[str]]],
         held: Container[str],
         waiting: set[str] | None,
-        waiting_of: Iterable[Iterable[str]],
     ) -> None:
-        """:meth:`put_many` a row at a time (rows not all new, or no C packing)."""
-        for seq, cues, more in zip(seqs, cues_of, waiting_of, strict=True):
+        """:meth:`put_many` a row (seq, cues, the cues to wait) at a time (rows not all new,
+        or no C packing)."""
+        for seq, cues, more in rows:
             self.put(seq, cues, held)
             if waiting is not None:
                 waiting.update(more)

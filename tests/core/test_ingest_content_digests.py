@@ -17,6 +17,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from cuemap_integrations import lifecycle
+from tests.core.test_ingest_record_rows import _result as _outcome
 from tests.core.test_textc import _textc
 
 
@@ -40,13 +41,6 @@ _TEXT = st.one_of(
     st.text(max_size=300),  # any code point, lone surrogates included
     st.text(st.sampled_from("é中🌟\ud800a"), max_size=200),
 )
-
-
-def _outcome(call: Any) -> object:
-    try:
-        return call()
-    except Exception as error:  # noqa: BLE001  # the same error either way is the claim
-        return type(error)
 
 
 @settings(max_examples=1500, deadline=None)

@@ -22,6 +22,8 @@ from cuemap_integrations.aliases import AliasTable
 from cuemap_integrations.config import DEFAULT_ALIASES
 from cuemap_integrations.records import MemoryRecord
 from cuemap_integrations.textkeys import TextKeys, TextMemo
+from tests.core.test_ingest_record_rows import _raw_record
+from tests.core.test_ingest_record_rows import _result as _outcome
 from tests.core.test_textc import _textc
 
 
@@ -65,19 +67,11 @@ def _rows(draw: st.DrawFn, memo: TextMemo) -> tuple[MemoryRecord, Any]:
               "cues": cues, "tags": (), "metadata": {}, "cue_origin": "derived"}  # fmt: skip
     if draw(st.integers(0, 30)) == 0:
         del fields["cues"]
-    record = object.__new__(MemoryRecord)
-    record.__dict__.update(fields)
+    record = _raw_record(fields)
     shape = draw(st.sampled_from(["keys", "aliased", "other"]))
     if shape == "aliased":
         keys = keys._replace(aliases=["db"])
     return record, _Keys(keys) if shape == "other" else keys
-
-
-def _outcome(call: Any) -> object:
-    try:
-        return call()
-    except Exception as error:  # noqa: BLE001  # the same error either way is the claim
-        return type(error)
 
 
 @settings(max_examples=600, deadline=None)

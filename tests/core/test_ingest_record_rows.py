@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from types import ModuleType
 from typing import Any
@@ -98,13 +99,19 @@ def _raw_record(fields: dict[str, Any]) -> MemoryRecord:
     return record
 
 
+def _result(call: Callable[[], Any]) -> object:
+    """What ``call()`` returns, or the type of the error it raises (the same error either way
+    is what the differential tests claim)."""
+    try:
+        return call()
+    except Exception as error:  # noqa: BLE001  # any error: compared by type
+        return type(error)
+
+
 def _outcome(call: Any, records: list[MemoryRecord]) -> object:
     """The repr of what ``call(records)`` returns (types told apart: "" from None, True from
     1), or the type of the error it raises."""
-    try:
-        return repr(call(records))
-    except Exception as error:  # noqa: BLE001  # the same error either way is the claim
-        return type(error)
+    return _result(lambda: repr(call(records)))
 
 
 # what store.record_rows passes after the records and columns: the Python it falls back on

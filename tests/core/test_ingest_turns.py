@@ -20,6 +20,8 @@ from hypothesis import strategies as st
 
 from cuemap_integrations import threads
 from cuemap_integrations.records import MemoryRecord, MemoryType
+from tests.core.test_ingest_record_rows import _raw_record
+from tests.core.test_ingest_record_rows import _result as _outcome
 from tests.core.test_textc import _textc
 
 
@@ -62,16 +64,7 @@ def _records(draw: st.DrawFn) -> MemoryRecord:
     }  # fmt: skip
     if draw(st.integers(0, 30)) == 0:
         del fields[draw(st.sampled_from(["type", "metadata"]))]
-    record = object.__new__(MemoryRecord)
-    record.__dict__.update(fields)
-    return record
-
-
-def _outcome(call: Any) -> object:
-    try:
-        return call()
-    except Exception as error:  # noqa: BLE001  # the same error either way is the claim
-        return type(error)
+    return _raw_record(fields)
 
 
 @settings(max_examples=1500, deadline=None)
