@@ -48,6 +48,7 @@ from .ranking import (
 )
 from .ranking import trace as ranking_trace
 from .records import (
+    _FIELD_TEMPLATE,
     _TYPE_OF_VALUE,
     RECORD_FIELDS,
     CueOrigin,
@@ -379,7 +380,7 @@ class CueMap:
         else:
             keys = memo.keys_of(contents)
             cues = memo.index_cues_of(records, keys)
-            content_keys = memo.content_keys_of(records)
+            content_keys = memo.content_keys_of(records, keys)
         table = self._records
         # the rows first: the index shares their interned cues (see _index_each)
         held, waiting = index.waiting_cues()
@@ -714,7 +715,7 @@ class CueMap:
         return (
             MemoryRecord, RECORD_FIELDS, options, _ITEM_KEYS, self.config.max_content_chars,
             not self.config.ttl_days, now, timezone.utc, _TYPE_OF_VALUE, MemoryType.NOTE,
-            MemoryType, _DEFAULT_NAMESPACE, "derived", memo.derive(),
+            MemoryType, _DEFAULT_NAMESPACE, "derived", memo.derive(), _FIELD_TEMPLATE,
         )  # fmt: skip
 
     def get(self, memory_id: str, *, namespace: str = "default") -> MemoryRecord:

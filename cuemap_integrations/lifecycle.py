@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from . import text as _text
 from .errors import DuplicateIdError, ValidationError
 from .records import MemoryRecord
 from .text import normalize, query_units
@@ -70,7 +71,20 @@ def content_digest(namespace: str, normalized: str) -> ContentKey:
 
 def content_digests(namespaces: Iterable[str], normalized: Iterable[str]) -> list[ContentKey]:
     """:func:`content_digest` of each namespace and normalized content (a bulk batch's, in
-    one comprehension: a call per memory was ~0.3 us of its ~1.3)."""
+    one comprehension: a call per memory was ~0.3 us of its ~1.3); for lists, in one C call
+    with the text extension (``_textc.content_digests``, which hashes the bytes itself: a
+    hashlib object, the joined string and its encoding were ~6,000 of the ~9,500
+    instructions of a bench memory's digest)."""
+    compiled = _text._C  # read per call: None (patched) means the Python alone
+    if compiled is None:
+        return _py_content_digests(namespaces, normalized)
+    return compiled.content_digests(  # type: ignore[no-any-return]
+        namespaces, normalized, _py_content_digests
+    )
+
+
+def _py_content_digests(namespaces: Iterable[str], normalized: Iterable[str]) -> list[ContentKey]:
+    """:func:`content_digests` by hashlib: ``_textc.content_digests``' reference."""
     blake2b = hashlib.blake2b
     return [
         blake2b(f"{namespace}\x00{text}".encode("utf-8", "surrogatepass"), digest_size=16).digest()

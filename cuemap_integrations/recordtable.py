@@ -524,7 +524,11 @@ class _CueColumn:
         """Keep ``cues`` (interned) as row ``seq``'s, codes given to those ``held`` holds."""
         if self._sizes[seq] or self._tuples:  # not a new row's first cues (bulk ingest's)
             self.drop(seq)
-        packed = _packed_cues(cues, held, self._codes, self._names)
+        self._hold(seq, cues, _packed_cues(cues, held, self._codes, self._names))
+
+    def _hold(self, seq: int, cues: tuple[str, ...], packed: tuple[str, ...] | bytes) -> None:
+        """Keep row ``seq``'s ``cues`` as :func:`_packed_cues` packed them (a row without
+        cues held: a new one, or one :meth:`drop` dropped)."""
         if type(packed) is bytes and len(packed) <= 0xFFFF:
             self._starts[seq], self._sizes[seq] = len(self._buffer), len(packed)
             self._buffer += packed
@@ -545,18 +549,39 @@ class _CueColumn:
         ``waiting_of`` cues join ``waiting`` once it is stored, for the next rows to code, as
         one :meth:`put` per memory between the index's own steps did. With no ``waiting``
         (the usual batch), new rows are packed in one list whose bytes join the buffer at once
-        (:meth:`_append`); otherwise (a namespace's first batch) each row takes :meth:`put`."""
+        (:meth:`_append`); a namespace's first batch packs its new rows in a loop, each row's
+        cues joining ``waiting`` once it is packed (a :meth:`put` call per row was ~1,200
+        instructions a bench memory more), and any other batch takes :meth:`put` per row."""
         pack, codes, names, tuples = _PACK, self._codes, self._names, self._tuples
         if (
-            waiting is None
-            and pack is not None
-            and not any(map(self._sizes.__getitem__, seqs))
-            and (not tuples or tuples.keys().isdisjoint(seqs))
-            and self._append(seqs, [pack(cues, held, codes, names, _CODES_MAX) for cues in cues_of])
+            pack is None
+            or any(map(self._sizes.__getitem__, seqs))
+            or (tuples and not tuples.keys().isdisjoint(seqs))
         ):
+            self._put_each(zip(seqs, cues_of, waiting_of, strict=True), held, waiting)
+            return
+        if waiting is None:
+            packed = [pack(cues, held, codes, names, _CODES_MAX) for cues in cues_of]
+        else:
+            packed, update = [], waiting.update
+            for cues, more in zip(cues_of, waiting_of, strict=True):
+                packed.append(pack(cues, held, codes, names, _CODES_MAX))
+                update(more)
+        if self._append(seqs, packed):
             self._last = (seqs[-1], cues_of[-1])
             return
-        for seq, cues, more in zip(seqs, cues_of, waiting_of, strict=True):
+        # some row not packed to bytes that fit a span: each kept as put keeps it
+        drain(map(self._hold, seqs, cues_of, packed))
+
+    def _put_each(
+        self,
+        rows: Iterable[tuple[int, tuple[str, ...], Iterable[str]]],
+        held: Container[str],
+        waiting: set[str] | None,
+    ) -> None:
+        """:meth:`put_many` a row (seq, cues, the cues to wait) at a time (rows not all new,
+        or no C packing)."""
+        for seq, cues, more in rows:
             self.put(seq, cues, held)
             if waiting is not None:
                 waiting.update(more)
@@ -564,8 +589,7 @@ class _CueColumn:
     def _append(self, seqs: Sequence[int], packed: list[tuple[str, ...] | bytes]) -> bool:
         """Append the ``packed`` cues of new rows ``seqs`` to the buffer, each row's span
         written in one C-level pass, if every row packed to bytes that fit a span (False,
-        nothing written, otherwise: the rows then take the loop, whose packing gives the
-        same codes again, already given)."""
+        nothing written, otherwise)."""
         sizes = list(map(len, packed))
         if not seqs or not _BYTES.issuperset(map(type, packed)) or max(sizes) > 0xFFFF:
             return False

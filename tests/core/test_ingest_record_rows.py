@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from types import ModuleType
 from typing import Any
@@ -84,6 +85,10 @@ def _records(draw: st.DrawFn) -> MemoryRecord:
     }  # fmt: skip
     if draw(st.integers(0, 20)) == 0:  # a field missing: the Python's AttributeError
         del fields[draw(st.sampled_from(sorted(fields)))]
+    if draw(st.integers(0, 4)) == 0:  # the fields in another order (the C code reads a dict
+        fields = dict(draw(st.permutations(list(fields.items()))))  # in the first one's order)
+    if draw(st.integers(0, 10)) == 0:  # an attribute besides the fields
+        fields["extra"] = draw(_TEXT)
     return _raw_record(fields)
 
 
@@ -94,13 +99,19 @@ def _raw_record(fields: dict[str, Any]) -> MemoryRecord:
     return record
 
 
+def _result(call: Callable[[], Any]) -> object:
+    """What ``call()`` returns, or the type of the error it raises (the same error either way
+    is what the differential tests claim)."""
+    try:
+        return call()
+    except Exception as error:  # noqa: BLE001  # any error: compared by type
+        return type(error)
+
+
 def _outcome(call: Any, records: list[MemoryRecord]) -> object:
     """The repr of what ``call(records)`` returns (types told apart: "" from None, True from
     1), or the type of the error it raises."""
-    try:
-        return repr(call(records))
-    except Exception as error:  # noqa: BLE001  # the same error either way is the claim
-        return type(error)
+    return _result(lambda: repr(call(records)))
 
 
 # what store.record_rows passes after the records and columns: the Python it falls back on
@@ -154,6 +165,23 @@ def _record(**changes: Any) -> MemoryRecord:
 def test_row_examples_are_the_python_rows(textc: ModuleType, changes: dict[str, Any]) -> None:
     records = [_record(**changes)]
     assert repr(_c_rows(textc, records)) == repr(store_module._py_record_rows(records))
+
+
+def test_records_in_other_field_orders_are_read_by_name(textc: ModuleType) -> None:
+    """A batch whose first record's __dict__ holds the fields in declaration order, then a
+    record holding them in another order, one with an attribute more and one without its
+    source: each row is the Python's (the C code reads a dict in the first one's order only
+    when it holds exactly those keys in it)."""
+    first = _record()
+    shuffled = _raw_record(dict(reversed(_record(content="b").__dict__.items())))
+    extra = _raw_record({**_record(content="c").__dict__, "extra": 1})
+    fewer = _raw_record({k: v for k, v in _record().__dict__.items() if k != "source"})
+    fewer.__dict__["zz"] = None  # as many keys as the fields, one of them not a field
+    records = [first, shuffled, extra, first, fewer]
+    assert _outcome(lambda batch: _c_rows(textc, batch), records) == _outcome(
+        store_module._py_record_rows, records
+    )
+    assert _c_rows(textc, records[:4]) == store_module._py_record_rows(records[:4])
 
 
 def test_record_rows_refuses_other_fields_and_non_sequences(textc: ModuleType) -> None:

@@ -62,13 +62,18 @@ def test_a_batch_is_planned_as_the_loop_plans_it(items: list[dict[str, Any]], de
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(ITEM, max_size=6))
-def test_a_batchs_content_keys_are_content_keys(items: list[dict[str, Any]]) -> None:
+@given(st.lists(ITEM, max_size=6), st.booleans(), st.booleans())
+def test_a_batchs_content_keys_are_content_keys(
+    items: list[dict[str, Any]], asked: bool, with_keys: bool
+) -> None:
+    """Whether planning asked one before (then found, the others digested) or none (all
+    digested at once), with the records' text keys given or not."""
     with CueMap(":memory:", clock=FakeClock()) as cm:
         memo = TextMemo(cm.aliases)
         records = [record for record, _ in cm._prepare(
             [{"content": i["content"], "namespace": i.get("namespace", "default")} for i in items],
             cm.now(), memo)]  # fmt: skip
-        if records:
-            memo.content_key(records[0])  # one asked before: found, the others digested
-        assert memo.content_keys_of(records) == [content_key(r) for r in records]
+        if records and asked:
+            memo.content_key(records[0])
+        keys = memo.keys_of([r.content for r in records]) if with_keys else None
+        assert memo.content_keys_of(records, keys) == [content_key(r) for r in records]

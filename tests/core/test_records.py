@@ -320,6 +320,12 @@ def test_the_compiled_build_takes_the_usual_item_and_leaves_the_rest() -> None:
                  "type": "event", "source": "chat", "metadata": {"i": 1, "s": "x"}}  # fmt: skip
         record = _textc.new_record(usual, layout)
         assert record == cm._build(usual, set(), T, TextMemo(cm.aliases))
+        # keys equal to the option names but other strings (read by name, not in one pass)
+        copied = {"".join(list(key)): value for key, value in usual.items()}
+        assert all(a is not b for a, b in zip(copied, usual, strict=True))
+        assert _textc.new_record(copied, layout) == record
+        assert _textc.new_record({**copied, "".join(["colo", "ur"]): 1}, layout) is None
+        assert _textc.new_record({**usual, "memory_id": None}, layout) is None  # None: absent
         assert record.metadata is not usual["metadata"]  # a copy, as json_safe_copy's
         for odd in ({"memory_id": None}, {"memory_id": " "}, {"content": "Straße"},
                     {"content": " \x1c"}, {"cues": ["port"]}, {"tags": ["ops"]},
@@ -329,3 +335,5 @@ def test_the_compiled_build_takes_the_usual_item_and_leaves_the_rest() -> None:
             assert _textc.new_record({**usual, **odd}, layout) is None, odd
         with pytest.raises(TypeError):
             _textc.new_record(usual, layout[:-1])
+        with pytest.raises(TypeError):  # a template without every field
+            _textc.new_record(usual, (*layout[:-1], {"content": None}))

@@ -558,3 +558,30 @@ def test_a_batch_is_found_plainly_clean_record_by_record(
     finally:
         redact_module._text._C = saved
     assert got == expected
+
+
+# texts the screen finds a trigger in (so the rules it found are tried), with and without a
+# match, long (no cache) and short, and texts it leaves to the general path
+_SCREENED = [
+    "my passion is painting and we passed the test", "the api key is sk-" + "a" * 30,
+    "password: hunter2 and more words to be long enough for the uncached path",
+    "call 555-0100 or +1 555 0100", "a.b-c+d", "token", "x" * 70 + " secret", "pass",
+    "naïve password: hunter2", "<private>k</private> and words",
+]  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(_SCREENED + _TEXTS)
+        | st.text(st.sampled_from("ps aw-+.1_orkeyé<"), max_size=80)
+        | st.text(st.characters(blacklist_categories=("Cs",)), max_size=80),
+        max_size=8,
+    )
+)
+def test_a_batch_screen_is_may_hold_secret_of_each_text(texts: list[str]) -> None:
+    """redact._may_hold_secrets (which tries the rules its own screen found, without
+    _may_match's second screen) says of each text what _may_hold_secret says."""
+    assert redact_module._may_hold_secrets(texts) == [
+        redact_module._may_hold_secret(text) for text in texts
+    ]
