@@ -29,7 +29,7 @@ from .results import Hit, RecallTrace, ScoreBreakdown, _built
 from .scoring import RULES, Features, combine, recency_value, session_value
 from .text import _C as _textc
 from .text import content_terms, derive_cues, joined_pairs, normalize, query_units, stem
-from .topk import Evidence, FastScorer, RecallMemo, gather
+from .topk import Evidence, FastScorer, RecallMemo, _new, gather  # _new: tuple.__new__
 
 __all__ = [
     "Carried",
@@ -47,9 +47,6 @@ __all__ = [
 ]
 
 _SECONDS_PER_DAY = 86400.0
-# the pass's NamedTuples made by tuple.__new__: a NamedTuple's own __new__ is a Python function,
-# a frame each (~2,000 instructions a tuple, callgrind at 100k)
-_new = tuple.__new__
 
 
 @dataclass(frozen=True)
